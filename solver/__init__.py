@@ -1,0 +1,14 @@
+"""Cloth solver: mass-spring and implicit (Baraff-Witkin) cloth in SI units, without Blender.
+
+Only relative imports are used inside this package so that it works both as the top-level
+``solver`` package and inside the Blender extension.
+"""
+
+from .mesh import MeshError, PolyMesh, grid_mesh
+from .params import MaterialParams, ParameterError, SolverSettings
+from .spec import ClothSetup, SimulationSpec, Wind
+
+__all__ = [
+    "ClothSetup", "MaterialParams", "MeshError", "ParameterError", "PolyMesh",
+    "SimulationSpec", "SolverSettings", "Wind", "grid_mesh",
+]

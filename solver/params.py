@@ -1,0 +1,199 @@
+"""Material and solver parameters: the one source of truth for names, units, defaults and bounds.
+
+Every material quantity is in SI units and means the same at every mesh resolution; each model
+maps these numbers to its own discrete parameters (see ``model.py``). The add-on, the scene-file
+loader and the presets all validate against the ``FieldSpec`` tables below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ParameterError(ValueError):
+    """A parameter is unknown, of the wrong type or out of bounds; ``key`` names it."""
+
+    def __init__(self, key: str, problem: str):
+        super().__init__(f"{key}: {problem}")
+        self.key = key
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Description of one numeric parameter.
+
+    Attributes:
+        unit: SI unit shown to users, e.g. ``"N/m"``.
+        doc: one-line meaning.
+        minimum: smallest allowed value (inclusive unless ``exclusive_min``).
+        maximum: largest allowed value (inclusive).
+        exclusive_min: the minimum itself is not allowed (e.g. density > 0).
+        integer: the value must be an integer.
+        optional: ``None`` is an allowed value (meaning "off" or "same as another field").
+    """
+
+    unit: str
+    doc: str
+    minimum: float
+    maximum: float
+    exclusive_min: bool = False
+    integer: bool = False
+    optional: bool = False
+
+
+def _spec(default, unit, doc, minimum, maximum, **kw):
+    """A dataclass field whose metadata carries its FieldSpec."""
+    return field(default=default, metadata={"spec": FieldSpec(unit, doc, minimum, maximum, **kw)})
+
+
+def field_specs(cls) -> dict[str, FieldSpec]:
+    """Map field name -> FieldSpec for a parameter dataclass."""
+    return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}
+
+
+def field_defaults(cls) -> dict[str, Any]:
+    """Map field name -> default value for a parameter dataclass."""
+    return {f.name: f.default for f in dataclasses.fields(cls)}
+
+
+def check_value(key: str, value: Any, spec: FieldSpec) -> float | int | None:
+    """Validate one value against its spec and return it as float/int (or None)."""
+    if value is None:
+        if spec.optional:
+            return None
+        raise ParameterError(key, "a value is required")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ParameterError(key, f"expected a number, got {type(value).__name__} {value!r}")
+    if spec.integer and (not isinstance(value, int) and not float(value).is_integer()):
+        raise ParameterError(key, f"expected an integer, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(key, f"must be finite, got {value!r}")
+    lo_ok = v > spec.minimum if spec.exclusive_min else v >= spec.minimum
+    if not lo_ok:
+        rel = ">" if spec.exclusive_min else ">="
+        raise ParameterError(key, f"must be {rel} {spec.minimum:g} {spec.unit}, got {value!r}".strip())
+    if v > spec.maximum:
+        raise ParameterError(key, f"must be <= {spec.maximum:g} {spec.unit}, got {value!r}".strip())
+    return int(v) if spec.integer else v
+
+
+@dataclass(frozen=True)
+class MaterialParams:
+    """Physical fabric description in SI units, independent of the mesh.
+
+    Stiffness is a membrane (per-width) quantity: a strip of width W under tension T strains by
+    T / (stretch_stiffness * W). Bending: moment per unit width = bend_stiffness * curvature.
+    """
+
+    area_density: float = _spec(
+        0.15, "kg/m²", "mass per unit area", 0.0, 1.0e3, exclusive_min=True)
+    stretch_stiffness: float = _spec(
+        5000.0, "N/m", "tensile stiffness along the warp (u) direction", 0.0, 1.0e8,
+        exclusive_min=True)
+    stretch_stiffness_weft: float | None = _spec(
+        None, "N/m", "tensile stiffness along the weft (v) direction; None = same as warp",
+        0.0, 1.0e8, exclusive_min=True, optional=True)
+    shear_stiffness: float = _spec(
+        50.0, "N/m", "in-plane shear stiffness (shear stress per radian)", 0.0, 1.0e8)
+    bend_stiffness: float = _spec(
+        5.0e-6, "N·m", "bending rigidity: moment per unit width per unit curvature", 0.0, 10.0)
+    stretch_damping: float = _spec(
+        1.0, "N·s/m", "viscous tension per unit strain rate", 0.0, 1.0e6)
+    shear_damping: float = _spec(
+        0.01, "N·s/m", "viscous shear stress per unit shear rate", 0.0, 1.0e6)
+    bend_damping: float = _spec(
+        1.0e-7, "N·m·s", "viscous moment per unit width per unit curvature rate", 0.0, 10.0)
+    air_drag: float = _spec(
+        0.1, "kg/(m²·s)", "force per area per relative air speed: f = -air_drag·area·(v - wind)",
+        0.0, 1.0e4)
+    max_strain: float | None = _spec(
+        None, "1", "largest allowed edge strain (e.g. 0.05 = 5%); None = no limit",
+        0.0, 10.0, exclusive_min=True, optional=True)
+    thickness: float = _spec(
+        0.002, "m", "cloth thickness, used by collision handling", 0.0, 1.0)
+    pin_stiffness: float = _spec(
+        1.0e4, "N/m³", "goal-spring stiffness per unit vertex area for pin weights below 1",
+        0.0, 1.0e12)
+
+    @property
+    def weft_stiffness(self) -> float:
+        """Tensile stiffness along v [N/m] (falls back to the warp value)."""
+        return self.stretch_stiffness if self.stretch_stiffness_weft is None \
+            else self.stretch_stiffness_weft
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], base: "MaterialParams | None" = None,
+                     prefix: str = "material") -> "MaterialParams":
+        """Build from a dict, validating every key; unknown keys raise ParameterError."""
+        return _from_mapping(cls, values, base, prefix)
+
+
+MODEL_NAMES = ("mass_spring", "implicit")
+INTEGRATOR_NAMES = ("symplectic_euler", "velocity_verlet", "rk4")
+BENDING_NAMES = ("angular", "flexion")
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """How to step the cloth: model choice and its numerical options (not material)."""
+
+    model: str = field(default="implicit", metadata={"choices": MODEL_NAMES,
+                                                     "doc": "cloth model"})
+    substeps: int | None = _spec(
+        None, "", "steps per frame; None = model default (explicit: automatic stable step)",
+        1, 100000, integer=True, optional=True)
+    integrator: str = field(default="symplectic_euler", metadata={
+        "choices": INTEGRATOR_NAMES, "doc": "explicit integrator of the mass_spring model"})
+    bending: str = field(default="angular", metadata={
+        "choices": BENDING_NAMES, "doc": "mass_spring bending: angular springs or flexion springs"})
+    stability_safety: float = _spec(
+        0.8, "", "fraction of the explicit stability limit used for the automatic step",
+        0.0, 1.0, exclusive_min=True)
+    midpoint_blend: float = _spec(
+        0.0, "", "implicit: λ blend towards implicit midpoint (0 = implicit Euler, 0.5–0.9 "
+        "less numerical damping)", 0.0, 0.95)
+    settle: bool = field(default=False, metadata={
+        "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
+    cg_tolerance: float = _spec(
+        1.0e-4, "", "implicit: relative residual at which the conjugate gradient stops",
+        0.0, 1.0, exclusive_min=True)
+    cg_max_iterations: int = _spec(
+        500, "", "implicit: iteration cap of the conjugate gradient", 1, 100000, integer=True)
+    strain_limit_iterations: int = _spec(
+        50, "", "passes of the strain limiter per step", 1, 10000, integer=True)
+    max_speed: float = _spec(
+        1.0e3, "m/s", "a vertex faster than this means the simulation blew up", 0.0, 1.0e8,
+        exclusive_min=True)
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], base: "SolverSettings | None" = None,
+                     prefix: str = "solver") -> "SolverSettings":
+        """Build from a dict, validating every key; unknown keys raise ParameterError."""
+        return _from_mapping(cls, values, base, prefix)
+
+
+def _from_mapping(cls, values, base, prefix):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    out = {} if base is None else dataclasses.asdict(base)
+    for key, value in values.items():
+        full = f"{prefix}.{key}"
+        if key not in fields:
+            raise ParameterError(full, f"unknown key (allowed: {', '.join(fields)})")
+        meta = fields[key].metadata
+        if "spec" in meta:
+            out[key] = check_value(full, value, meta["spec"])
+        elif "choices" in meta:
+            if not isinstance(value, str) or value not in meta["choices"]:
+                raise ParameterError(full, f"expected one of {', '.join(meta['choices'])}, "
+                                           f"got {value!r}")
+            out[key] = value
+        else:  # boolean switch
+            if not isinstance(value, bool):
+                raise ParameterError(full, f"expected true or false, got {value!r}")
+            out[key] = value
+    return cls(**out)

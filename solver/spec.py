@@ -1,0 +1,77 @@
+"""What to simulate: plain data produced by the scene loader (or the add-on) and read by ``simulate``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .mesh import PolyMesh
+from .params import MaterialParams, SolverSettings
+
+
+@dataclass(frozen=True)
+class Wind:
+    """Air motion felt through the drag term.
+
+    Attributes:
+        velocity: constant wind velocity [m/s], shape (3,).
+        turbulence: amplitude of a smooth pseudo-random gust field [m/s]; 0 = steady wind.
+        turbulence_scale: spatial size of the gusts [m].
+        turbulence_frequency: how fast the gusts change [Hz].
+        seed: seed of the gust field, so bakes are reproducible.
+    """
+
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    turbulence: float = 0.0
+    turbulence_scale: float = 0.5
+    turbulence_frequency: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ClothSetup:
+    """One piece of cloth.
+
+    Attributes:
+        mesh: rest and initial shape (world space) [m].
+        material: SI material.
+        pin_indices: indices of pinned vertices, shape (P,), int64.
+        pin_weights: pin strength in (0, 1], shape (P,); 1 = held exactly, below 1 = goal spring
+            of stiffness weight * material.pin_stiffness * vertex area.
+        pin_targets: optional per-frame pin positions [m], shape (frames + 1, P, 3); None = pins
+            stay at their initial positions.
+    """
+
+    mesh: PolyMesh
+    material: MaterialParams = field(default_factory=MaterialParams)
+    pin_indices: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pin_weights: np.ndarray | None = None
+    pin_targets: np.ndarray | None = None
+
+    def weights(self) -> np.ndarray:
+        """Pin weights, shape (P,), defaulting to 1."""
+        if self.pin_weights is None:
+            return np.ones(len(self.pin_indices))
+        return np.asarray(self.pin_weights, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class SimulationSpec:
+    """A whole simulation: cloth, numerical settings and environment.
+
+    Attributes:
+        cloth: the cloth to simulate.
+        settings: model choice and numerical options.
+        frames: number of frames to simulate (frame 0 is the initial state).
+        fps: frames per second [1/s].
+        gravity: gravitational acceleration [m/s²], shape (3,).
+        wind: air motion.
+    """
+
+    cloth: ClothSetup
+    settings: SolverSettings = field(default_factory=SolverSettings)
+    frames: int = 48
+    fps: float = 24.0
+    gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    wind: Wind = field(default_factory=Wind)
