@@ -1,0 +1,137 @@
+"""Command-line interface: ``python -m solver run SCENE.toml --out RESULT.npz``.
+
+Exit status: 0 success, 1 the simulation failed (blow-up; completed frames are still written)
+or an output file could not be written, 2 the scene or the command line is invalid,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .params import ParameterError
+from .presets import list_presets, preset_info
+from .scene import SceneError, load_scene
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    args = _parser().parse_args(argv)
+    return args.command(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m solver",
+                                     description="Cloth solver (SI units) without Blender.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="simulate a scene file")
+    run.add_argument("scene", type=Path, help="scene file (.toml)")
+    run.add_argument("--out", type=Path, required=True,
+                     help="result file (.npz with 'positions' [m] and 'triangles')")
+    run.add_argument("--report", type=Path, help="also write a JSON report (per frame and totals)")
+    run.add_argument("--quiet", action="store_true", help="no per-frame progress on stderr")
+    run.set_defaults(command=_run)
+
+    presets = commands.add_parser("presets", help="list the material presets")
+    presets.set_defaults(command=_presets)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        spec = load_scene(args.scene)
+    except SceneError as err:
+        return _fail(str(err), 2)
+    # Check outputs before simulating, so a typo does not cost a whole simulation.
+    for option, path in (("--out", args.out), ("--report", args.report)):
+        if path is not None and not path.resolve().parent.is_dir():
+            return _fail(f"{option}: directory does not exist: {path.resolve().parent}", 2)
+
+    from .simulation import simulate  # imported late: loading numba kernels takes a while
+
+    try:
+        result = simulate(spec, progress=None if args.quiet else _print_progress)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    try:
+        _write_npz(args.out, positions=np.asarray(result.positions, dtype=np.float64),
+                   triangles=np.asarray(result.triangles))
+        if args.report is not None:
+            _write_text(args.report, json.dumps(_jsonable(result.report()), indent=2,
+                                                allow_nan=False) + "\n")
+    except OSError as err:
+        return _fail(f"cannot write {err.filename}: {err.strerror or err}", 1)
+    if result.error:
+        return _fail(result.error, 1)
+    return 0
+
+
+def _presets(args: argparse.Namespace) -> int:
+    names = list_presets()
+    if not names:
+        print("no presets installed")
+        return 0
+    status = 0
+    width = max(len(n) for n in names)
+    for name in names:
+        try:
+            info = preset_info(name)
+        except ParameterError as err:
+            print(f"{name:<{width}}  (broken: {err})")
+            status = 1
+            continue
+        description = f": {info['description']}" if info["description"] else ""
+        print(f"{name:<{width}}  {info['name']}{description}")
+    return status
+
+
+def _print_progress(report: dict[str, Any]) -> None:
+    """One stderr line per frame: ``frame 12/48  3.1 ms  max strain 0.4%``."""
+    parts = [f"frame {report.get('frame', '?')}/{report.get('frames', '?')}"]
+    if isinstance(report.get("wall_time_s"), (int, float)):
+        parts.append(f"{1e3 * report['wall_time_s']:.1f} ms")
+    if isinstance(report.get("max_strain"), (int, float)):
+        parts.append(f"max strain {100 * report['max_strain']:.1f}%")
+    print("  ".join(parts), file=sys.stderr, flush=True)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"error: {' '.join(str(message).splitlines())}", file=sys.stderr)
+    return status
+
+
+def _write_npz(path: Path, **arrays: np.ndarray) -> None:
+    # Through a file object so numpy does not append ".npz"; via a temporary file so an
+    # interrupted write never leaves a truncated result under the requested name.
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fp:
+        np.savez_compressed(fp, **arrays)
+    os.replace(tmp, path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _jsonable(value: Any) -> Any:
+    """numpy scalars/arrays to Python; NaN/inf to null, so the report is strict JSON."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

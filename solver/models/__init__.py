@@ -1,0 +1,1 @@
+"""Cloth models, selectable by name (see ``registry.py``)."""

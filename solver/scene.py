@@ -1,0 +1,393 @@
+"""Scene files: a TOML description of one simulation, loaded into a ``SimulationSpec``.
+
+The format is a public contract (scripts and the benchmark depend on it)::
+
+    frames = 48                      # frames to simulate (int, 1..100000)
+    fps = 24.0                       # frames per second, > 0
+    gravity = [0.0, 0.0, -9.81]      # [m/s²]
+    [cloth]
+    mesh = "cloth.obj"               # relative to the scene file's directory
+    # or: grid = { size = [1.0, 1.0], resolution = [21, 21], center = [0.0, 0.0, 1.0] }
+    material = "cotton"              # preset name, or { preset = "cotton", bend_stiffness = 1e-4 }
+    pin = [0, 20]                    # vertex indices held in place
+    pin_weights = [1.0, 0.5]         # optional, one per pin, each in (0, 1]
+    pin_motion = "pins.npz"          # optional: "positions", shape (frames + 1, len(pin), 3) [m]
+    thickness = 0.002                # optional shortcut for material.thickness [m]
+    [solver]                         # SolverSettings fields
+    model = "implicit"
+    [wind]                           # Wind fields
+    velocity = [2.0, 0.0, 0.0]
+
+Every problem raises ``SceneError`` with a one-line message that starts with the dotted key
+(``cloth.grid.size[0]: must be > 0 m, got -1.0``). Each table has one small validator built
+from a key -> check table, so new tables (e.g. ``[[collider]]``) slot in the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import reprlib
+import tomllib
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .mesh import MeshError, PolyMesh, grid_mesh
+from .obj_io import read_obj
+from .params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
+                     field_specs)
+from .presets import load_preset
+from .spec import ClothSetup, SimulationSpec, Wind
+
+MAX_GRID_VERTICES = 1_000_000  # keeps a typo in grid.resolution from exhausting memory
+
+
+class SceneError(ValueError):
+    """The scene cannot be loaded; ``key`` is the dotted key at fault, the message one line."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = _one_line(key)
+        self.problem = _one_line(problem)
+        super().__init__(f"{self.key}: {self.problem}")
+
+
+# ---- generic checks: each takes (dotted key, raw TOML value) and returns the checked value ----
+
+Check = Callable[[str, Any], Any]
+
+
+def _number(spec: FieldSpec) -> Check:
+    """A number within ``spec``; integer specs demand a TOML integer (48.0 is not a frame count)."""
+    def check(key: str, value: Any):
+        if spec.integer and isinstance(value, float):
+            raise SceneError(key, f"expected an integer, got {_show(value)}")
+        with _as_scene_error():
+            return check_value(key, value, spec)
+    return check
+
+
+def _numbers(count: int | None, spec: FieldSpec) -> Check:
+    """An array of ``count`` numbers (any length if None), each within ``spec``."""
+    item = _number(spec)
+    noun = "integers" if spec.integer else "numbers"
+
+    def check(key: str, value: Any) -> list:
+        if not isinstance(value, (list, tuple)) or (count is not None and len(value) != count):
+            size = f"{count} " if count is not None else ""
+            raise SceneError(key, f"expected an array of {size}{noun}, got {_show(value)}")
+        return [item(f"{key}[{i}]", v) for i, v in enumerate(value)]
+    return check
+
+
+def _of_type(*types: type, noun: str) -> Check:
+    def check(key: str, value: Any):
+        if not isinstance(value, types):
+            raise SceneError(key, f"expected {noun}, got {_show(value)}")
+        return value
+    return check
+
+
+_text = _of_type(str, noun="a string")
+_table = _of_type(dict, noun="a table")
+
+
+def _fields(prefix: str, table: Any, checks: dict[str, Check]) -> dict[str, Any]:
+    """Check every key of ``table`` with ``checks``; unknown keys are errors."""
+    if not isinstance(table, dict):
+        raise SceneError(prefix or "scene", f"expected a table, got {_show(table)}")
+    _known_keys(prefix, table, checks)
+    return {k: checks[k](_join(prefix, k), v) for k, v in table.items()}
+
+
+def _known_keys(prefix: str, table: dict, allowed) -> None:
+    for key in table:
+        if key not in allowed:
+            raise SceneError(_join(prefix, key), f"unknown key (allowed: {', '.join(allowed)})")
+
+
+@contextmanager
+def _as_scene_error():
+    """Re-raise a params.py ParameterError (which already names its key) as a SceneError."""
+    try:
+        yield
+    except ParameterError as err:
+        raise SceneError(err.key, err.problem) from None
+
+
+# ---- the tables of the contract ----
+
+_FRAMES = FieldSpec("", "frames to simulate", 1, 100_000, integer=True)
+_FPS = FieldSpec("", "frames per second", 0.0, 1.0e4, exclusive_min=True)
+_ACCELERATION = FieldSpec("m/s²", "gravity component", -1.0e4, 1.0e4)
+_TOP_LEVEL: dict[str, Check] = {
+    "frames": _number(_FRAMES),
+    "fps": _number(_FPS),
+    "gravity": _numbers(3, _ACCELERATION),
+    "cloth": _table,
+    "solver": _table,
+    "wind": _table,
+}
+
+_MATERIAL_FIELDS = [f.name for f in dataclasses.fields(MaterialParams)]
+_CLOTH: dict[str, Check] = {
+    "mesh": _text,
+    "grid": _table,
+    "material": _of_type(str, dict, noun="a preset name or a table"),
+    "pin": _numbers(None, FieldSpec("", "vertex index", 0, 2**31 - 1, integer=True)),
+    "pin_weights": _numbers(None, FieldSpec("", "pin weight", 0.0, 1.0, exclusive_min=True)),
+    "pin_motion": _text,
+    "thickness": _number(field_specs(MaterialParams)["thickness"]),
+}
+
+_GRID: dict[str, Check] = {
+    "size": _numbers(2, FieldSpec("m", "grid extent", 0.0, 1.0e4, exclusive_min=True)),
+    "resolution": _numbers(2, FieldSpec("", "vertices along a side", 2, 10_000, integer=True)),
+    "center": _numbers(3, FieldSpec("m", "grid centre coordinate", -1.0e6, 1.0e6)),
+}
+
+# Wind has no FieldSpec metadata in spec.py, so its bounds live here.
+WIND_CHECKS: dict[str, Check] = {
+    "velocity": _numbers(3, FieldSpec("m/s", "wind velocity component", -1.0e4, 1.0e4)),
+    "turbulence": _number(FieldSpec("m/s", "gust amplitude", 0.0, 1.0e4)),
+    "turbulence_scale": _number(FieldSpec("m", "gust size", 0.0, 1.0e6, exclusive_min=True)),
+    "turbulence_frequency": _number(FieldSpec("Hz", "gust rate of change", 0.0, 1.0e6)),
+    "seed": _number(FieldSpec("", "gust field seed", 0, 2**32 - 1, integer=True)),
+}
+
+
+def load_scene(path, *, preset_directory=None) -> SimulationSpec:
+    """Load and validate a scene file.
+
+    Args:
+        path: the ``.toml`` scene; relative file names inside it are relative to its directory.
+        preset_directory: where material presets are looked up (default: bundled presets).
+
+    Raises:
+        SceneError: one line naming the key and the problem.
+    """
+    path = Path(path)
+    name = path.name or str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SceneError(name, f"file not found: {os.path.abspath(path)}") from None
+    except (OSError, ValueError) as err:
+        raise SceneError(name, f"cannot read file: {getattr(err, 'strerror', None) or err}") \
+            from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise SceneError(name, f"invalid TOML: not UTF-8 text (byte {raw[err.start]:#04x} at "
+                               f"offset {err.start})") from None
+    except ValueError as err:  # TOMLDecodeError, or an integer literal beyond 4300 digits
+        raise SceneError(name, f"invalid TOML: {err}") from None
+    except RecursionError:
+        raise SceneError(name, "invalid TOML: arrays or tables nested too deeply") from None
+    return parse_scene(data, path.parent, preset_directory=preset_directory)
+
+
+def parse_scene(data: dict, base_dir=".", *, preset_directory=None) -> SimulationSpec:
+    """Validate an already-parsed scene table (as ``tomllib`` returns it).
+
+    Args:
+        data: the scene table.
+        base_dir: directory that relative ``mesh`` / ``pin_motion`` paths are relative to.
+        preset_directory: where material presets are looked up (default: bundled presets).
+    """
+    top = _fields("", data, _TOP_LEVEL)
+    if "cloth" not in top:
+        raise SceneError("cloth", "missing (the scene needs a [cloth] table)")
+    frames = top.get("frames", _spec_default("frames"))
+    settings = _solver(top.get("solver", {}))
+    wind = _wind(top.get("wind", {}))
+    cloth = _cloth(top["cloth"], Path(base_dir), frames, preset_directory)
+    optional = {k: top[k] for k in ("frames", "fps") if k in top}
+    if "gravity" in top:
+        optional["gravity"] = np.array(top["gravity"], dtype=np.float64)
+    return SimulationSpec(cloth=cloth, settings=settings, wind=wind, **optional)
+
+
+def _solver(table: dict) -> SolverSettings:
+    _known_keys("solver", table, [f.name for f in dataclasses.fields(SolverSettings)])
+    with _as_scene_error():
+        return SolverSettings.from_mapping(table, prefix="solver")
+
+
+def _wind(table: dict) -> Wind:
+    values = _fields("wind", table, WIND_CHECKS)
+    if "velocity" in values:
+        values["velocity"] = np.array(values["velocity"], dtype=np.float64)
+    return Wind(**values)
+
+
+def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothSetup:
+    values = _fields("cloth", table, _CLOTH)
+    mesh = _cloth_mesh(values, base_dir)
+    material = _material("cloth.material", values.get("material", {}), preset_directory)
+    if "thickness" in values:
+        if isinstance(values.get("material"), dict) and "thickness" in values["material"]:
+            raise SceneError("cloth.thickness", "also given as cloth.material.thickness; "
+                                                "give it once")
+        material = dataclasses.replace(material, thickness=values["thickness"])
+
+    pins = _pins("cloth.pin", values.get("pin", []), mesh.vertex_count)
+    weights = None
+    if "pin_weights" in values:
+        weights = np.array(values["pin_weights"], dtype=np.float64)
+        if len(weights) != len(pins):
+            raise SceneError("cloth.pin_weights", f"expected {len(pins)} weights (one per "
+                                                  f"pinned vertex), got {len(weights)}")
+    targets = None
+    if "pin_motion" in values:
+        targets = _pin_motion("cloth.pin_motion", values["pin_motion"], base_dir,
+                              (frames + 1, len(pins), 3))
+    return ClothSetup(mesh=mesh, material=material, pin_indices=pins, pin_weights=weights,
+                      pin_targets=targets)
+
+
+def _cloth_mesh(values: dict, base_dir: Path) -> PolyMesh:
+    if "mesh" in values and "grid" in values:
+        raise SceneError("cloth.grid", "cannot be combined with cloth.mesh; give exactly one")
+    if "grid" in values:
+        grid = _fields("cloth.grid", values["grid"], _GRID)
+        nx, ny = grid.get("resolution", (0, 0))
+        if nx * ny > MAX_GRID_VERTICES:
+            raise SceneError("cloth.grid.resolution", f"{nx} x {ny} = {nx * ny} vertices exceeds "
+                                                      f"the limit of {MAX_GRID_VERTICES}")
+        try:
+            return grid_mesh(**grid)
+        except MeshError as err:
+            raise SceneError("cloth.grid", str(err)) from None
+    if "mesh" not in values:
+        raise SceneError("cloth.mesh", "missing (give cloth.mesh = \"file.obj\" or cloth.grid)")
+    if Path(values["mesh"]).suffix.lower() != ".obj":
+        raise SceneError("cloth.mesh", f"unsupported mesh file {_SHORT.repr(values['mesh'])} "
+                                       "(expected an .obj file)")
+    path = _existing_file("cloth.mesh", values["mesh"], base_dir)
+    try:
+        mesh = read_obj(path)
+    except MeshError as err:
+        raise SceneError("cloth.mesh", str(err)) from None
+    if mesh.face_count == 0:
+        raise SceneError("cloth.mesh", f"{path.name} has no faces")
+    return mesh
+
+
+def _material(key: str, value: str | dict, preset_directory) -> MaterialParams:
+    """A preset name, or a table of overrides on a preset (``preset`` key) or on the defaults."""
+    if isinstance(value, str):
+        return _preset(key, value, preset_directory)
+    _known_keys(key, value, ["preset", *_MATERIAL_FIELDS])
+    overrides = {k: v for k, v in value.items() if k != "preset"}
+    base = None
+    if "preset" in value:
+        base = _preset(f"{key}.preset", _text(f"{key}.preset", value["preset"]), preset_directory)
+    with _as_scene_error():
+        return MaterialParams.from_mapping(overrides, base=base, prefix=key)
+
+
+def _preset(key: str, name: str, preset_directory) -> MaterialParams:
+    try:
+        return load_preset(name, preset_directory)
+    except ParameterError as err:
+        # "material: unknown preset ..." is reported at the scene key; a broken preset file
+        # keeps its own key ("preset cotton.area_density: ...") inside the message.
+        raise SceneError(key, err.problem if err.key == "material" else str(err)) from None
+
+
+def _pins(key: str, indices: list[int], vertex_count: int) -> np.ndarray:
+    seen: set[int] = set()
+    for i, index in enumerate(indices):
+        if index >= vertex_count:
+            raise SceneError(f"{key}[{i}]", f"vertex index {index} out of range "
+                                            f"0..{vertex_count - 1}")
+        if index in seen:
+            raise SceneError(f"{key}[{i}]", f"vertex {index} is pinned twice")
+        seen.add(index)
+    return np.array(indices, dtype=np.int64)
+
+
+def _pin_motion(key: str, name: str, base_dir: Path, shape: tuple[int, int, int]) -> np.ndarray:
+    path = _existing_file(key, name, base_dir)
+    try:
+        with path.open("rb") as fp:
+            is_zip = fp.read(4) == b"PK\x03\x04"  # np.savez writes a zip archive
+        if not is_zip:
+            raise SceneError(key, f"{path.name} is not an .npz archive (write it with np.savez)")
+        with np.load(path, allow_pickle=False) as archive:
+            if "positions" not in archive.files:
+                raise SceneError(key, f"{path.name} has no array 'positions' "
+                                      f"(has: {', '.join(archive.files) or 'nothing'})")
+            positions = archive["positions"]
+    except SceneError:
+        raise
+    except Exception as err:  # noqa: BLE001 - corrupt archives raise many kinds of errors
+        raise SceneError(key, f"cannot read {path.name}: {type(err).__name__}: {err}") from None
+    if positions.shape != shape:
+        raise SceneError(key, f"array 'positions' must have shape {shape} (frames + 1, pinned "
+                              f"vertices, 3), got {positions.shape}")
+    if not np.issubdtype(positions.dtype, np.integer) \
+            and not np.issubdtype(positions.dtype, np.floating):
+        raise SceneError(key, f"array 'positions' must be real numbers, got {positions.dtype}")
+    positions = positions.astype(np.float64)
+    if not np.all(np.isfinite(positions)):
+        frame = int(np.argwhere(~np.isfinite(positions))[0][0])
+        raise SceneError(key, f"array 'positions' has non-finite values (first at frame {frame})")
+    return positions
+
+
+def _existing_file(key: str, name: str, base_dir: Path) -> Path:
+    """``name`` resolved against ``base_dir`` (absolute names stay as they are); must exist."""
+    path = Path(os.path.abspath(base_dir / name))
+    try:
+        exists, is_file = path.exists(), path.is_file()
+    except OSError as err:  # e.g. a name too long for the file system
+        raise SceneError(key, f"invalid path {_SHORT.repr(name)}: {err.strerror or err}") \
+            from None
+    if not exists:
+        raise SceneError(key, f"file not found: {path}")
+    if not is_file:
+        raise SceneError(key, f"not a file: {path}")
+    return path
+
+
+# ---- message helpers ----
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _join(prefix: str, key: Any) -> str:
+    """Dotted key path; keys that are not TOML bare keys are quoted, as TOML would write them."""
+    text = key if isinstance(key, str) and _BARE_KEY.fullmatch(key) \
+        else json.dumps(str(key), ensure_ascii=False)
+    return f"{prefix}.{text}" if prefix else text
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x, level):
+        # repr() of a huge int is slow and, past 4300 digits, an error.
+        return repr(x) if x.bit_length() <= 64 else f"<{x.bit_length()}-bit integer>"
+
+
+_SHORT = _ShortRepr()
+_SHORT.maxstring = _SHORT.maxother = 40
+
+
+def _show(value: Any) -> str:
+    """Type and abbreviated value, for "got ..." in messages."""
+    return f"{type(value).__name__} {_SHORT.repr(value)}"
+
+
+def _one_line(text: str) -> str:
+    """Escape line breaks and control characters so a message is always a single line."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in str(text))
+
+
+def _spec_default(name: str):
+    return next(f.default for f in dataclasses.fields(SimulationSpec) if f.name == name)

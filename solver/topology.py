@@ -1,0 +1,165 @@
+"""Mesh connectivity derived once per bake (numpy, plus one small numba kernel).
+
+Everything here is integer bookkeeping: triangles from polygons, unique edges, bending hinges,
+flexion-spring chains, and the gather maps that let element kernels run in parallel without
+racing on shared vertices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit
+from .mesh import PolyMesh
+
+
+def triangulate(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
+    """Fan-triangulate every polygon, keeping its winding.
+
+    Returns:
+        (triangles (T, 3) int64, tri_face (T,) index of the polygon each came from); polygon f
+        with n corners gives n - 2 consecutive triangles (c0, c_{k+1}, c_{k+2}).
+    """
+    sizes = np.diff(mesh.face_offsets)
+    n_tri = sizes - 2
+    tri_face = np.repeat(np.arange(len(sizes)), n_tri)
+    k = np.arange(len(tri_face)) - np.repeat(np.cumsum(n_tri) - n_tri, n_tri)
+    start = mesh.face_offsets[tri_face]
+    idx = mesh.face_indices
+    tris = np.stack([idx[start], idx[start + k + 1], idx[start + k + 2]], axis=1)
+    return tris.astype(np.int64), tri_face.astype(np.int64)
+
+
+def unique_edges(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique undirected edges and, for each input pair, its row in them.
+
+    Returns:
+        (edges (E, 2) int64 with rows (low, high), inverse (N,) int64; -1 for self-loops).
+    """
+    e = np.sort(np.asarray(pairs, dtype=np.int64).reshape(-1, 2), axis=1)
+    ok = e[:, 0] != e[:, 1]
+    inverse = np.full(len(e), -1, dtype=np.int64)
+    if not ok.any():
+        return np.zeros((0, 2), dtype=np.int64), inverse
+    edges, inv = np.unique(e[ok], axis=0, return_inverse=True)
+    inverse[ok] = inv.ravel()
+    return edges, inverse
+
+
+def polygon_edge_pairs(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
+    """Boundary edges of each polygon (not triangulation diagonals), with repeats.
+
+    Returns:
+        (pairs (N, 2), face (N,)): every polygon contributes its n sides.
+    """
+    o = mesh.face_offsets
+    idx = mesh.face_indices
+    sizes = np.diff(o)
+    face = np.repeat(np.arange(len(sizes)), sizes)
+    corner = np.arange(len(idx))
+    nxt = np.where(corner + 1 < o[1:][face], corner + 1, o[:-1][face])
+    return np.stack([idx, idx[nxt]], axis=1), face
+
+
+def polygon_diagonal_pairs(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
+    """Shear diagonals: both diagonals of each quad, fan diagonals of larger polygons.
+
+    Returns:
+        (pairs (N, 2), face (N,)).
+    """
+    o = mesh.face_offsets
+    idx = mesh.face_indices
+    sizes = np.diff(o)
+    qf = np.nonzero(sizes == 4)[0]
+    q = o[:-1][qf]
+    pairs = [np.stack([idx[q], idx[q + 2]], 1), np.stack([idx[q + 1], idx[q + 3]], 1)]
+    faces = [qf, qf]
+    for f in np.nonzero(sizes > 4)[0]:  # n-gons are rare: a loop over them is fine
+        c = idx[o[f]:o[f + 1]]
+        pairs.append(np.stack([np.full(len(c) - 3, c[0]), c[2:-1]], 1))
+        faces.append(np.full(len(c) - 3, f))
+    return np.concatenate(pairs).astype(np.int64), np.concatenate(faces).astype(np.int64)
+
+
+def hinges(tris: np.ndarray) -> np.ndarray:
+    """Pairs of triangles sharing an edge, as (edge_a, edge_b, wing_1, wing_2), shape (H, 4).
+
+    The ordering does not depend on the triangles' winding, so flipped faces still rest at a
+    dihedral angle of 0 when flat. An edge shared by n > 2 triangles (non-manifold) gives n - 1
+    hinges between consecutive triangles.
+    """
+    t = np.asarray(tris, dtype=np.int64)
+    if len(t) == 0:
+        return np.zeros((0, 4), dtype=np.int64)
+    # all (edge, wing) triples: edge (t[k], t[k+1]) with wing t[k+2]
+    a = np.concatenate([t[:, 0], t[:, 1], t[:, 2]])
+    b = np.concatenate([t[:, 1], t[:, 2], t[:, 0]])
+    w = np.concatenate([t[:, 2], t[:, 0], t[:, 1]])
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    order = np.lexsort((w, hi, lo))
+    lo, hi, w = lo[order], hi[order], w[order]
+    same = (lo[1:] == lo[:-1]) & (hi[1:] == hi[:-1]) & (w[1:] != w[:-1])
+    k = np.nonzero(same)[0]
+    return np.stack([lo[k], hi[k], w[k], w[k + 1]], axis=1)
+
+
+@njit
+def _straight_chains_kernel(nbr_ptr, nbr_idx, pos, min_cos):
+    """For each middle vertex b and neighbour a, the neighbour c most opposite to a.
+
+    Returns pairs (a, c) whose chain a-b-c turns by less than acos(-min_cos).
+    """
+    out = []
+    for b in range(len(nbr_ptr) - 1):
+        for p in range(nbr_ptr[b], nbr_ptr[b + 1]):
+            a = nbr_idx[p]
+            da = pos[a] - pos[b]
+            la = np.sqrt(np.sum(da * da))
+            best, best_cos = -1, min_cos
+            for q in range(nbr_ptr[b], nbr_ptr[b + 1]):
+                c = nbr_idx[q]
+                if c == a:
+                    continue
+                dc = pos[c] - pos[b]
+                cs = -np.sum(da * dc) / (la * np.sqrt(np.sum(dc * dc)) + 1e-300)
+                if cs > best_cos:
+                    best, best_cos = c, cs
+            if best >= 0 and a < best:
+                out.append((a, b, best))
+    res = np.empty((len(out), 3), dtype=np.int64)
+    for i in range(len(out)):
+        res[i, 0], res[i, 1], res[i, 2] = out[i]
+    return res
+
+
+def flexion_chains(edges: np.ndarray, positions: np.ndarray, vertex_count: int,
+                   max_turn_deg: float = 30.0) -> np.ndarray:
+    """Provot's skip-one bending chains along straight edge lines.
+
+    Args:
+        edges: polygon edges (E, 2).
+        positions: rest positions [m], (V, 3).
+        vertex_count: V.
+        max_turn_deg: largest turning angle at the middle vertex for a chain to count.
+
+    Returns:
+        Chains (a, b, c), shape (C, 3); the flexion spring joins a and c. A chain is kept when b
+        is the straightest continuation from both ends, so each grid line gives one spring per
+        pair of vertices two apart.
+    """
+    ptr, nbr = vertex_neighbours(edges, vertex_count)
+    min_cos = float(np.cos(np.radians(max_turn_deg)))
+    chains = _straight_chains_kernel(ptr, nbr, np.ascontiguousarray(positions), min_cos)
+    return np.unique(chains, axis=0) if len(chains) else chains
+
+
+def vertex_neighbours(edges: np.ndarray, vertex_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR adjacency (ptr (V+1,), idx) of an undirected edge list."""
+    both = np.concatenate([edges, edges[:, ::-1]]) if len(edges) else np.zeros((0, 2), np.int64)
+    order = np.lexsort((both[:, 1], both[:, 0]))
+    both = both[order]
+    ptr = np.zeros(vertex_count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(both[:, 0], minlength=vertex_count), out=ptr[1:])
+    return ptr, both[:, 1].copy()
+
+
