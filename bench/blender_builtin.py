@@ -255,6 +255,7 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         "setup_ms": round(setup_ms, 3),
         "max_strain": float(strain.max()),
         "mean_strain": float(np.abs(strain).mean()),
+        "p99_strain": float(np.percentile(strain, 99)),
         "min_strain": float(strain.min()),
         "start_z": float(rest[:, 2].min()),
         "min_z": float(pos[:, 2].min()),

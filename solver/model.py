@@ -15,8 +15,8 @@ import numpy as np
 from .mesh import MeshError
 from .params import MaterialParams
 from .spec import ClothSetup
-from .topology import (flexion_chains, hinges, polygon_diagonal_pairs, polygon_edge_pairs,
-                       triangulate, unique_edges)
+from .topology import (alternate_quad_triangles, flexion_chains, hinges, polygon_diagonal_pairs,
+                       polygon_edge_pairs, triangulate, unique_edges)
 
 # Flexion springs are quartic in the bend angle; they are matched to the continuum bending
 # energy at this curvature [1/m] (a 10 cm fold radius) since no single stiffness can match all.
@@ -32,10 +32,12 @@ class ClothModel:
         triangles: (T, 3) vertex indices.
         tri_area: rest areas [m²], (T,).
         tri_frame_u, tri_frame_v: warp and weft unit directions of each rest triangle, (T, 3).
-        mass: lumped vertex masses [kg], (V,): a third of each adjacent triangle's mass.
-        vertex_area: a third of the adjacent triangle areas [m²], (V,).
+            mass: lumped vertex masses [kg], (V,): each polygon's mass shared equally by its corners.
+        vertex_area: each polygon's area shared equally by its corners [m²], (V,).
         edges: polygon edges (E, 2) and edge_rest_length [m], (E,): strain is measured on these.
-        hinges: (H, 4) bending hinges; hinge_rest_angle [rad], hinge_area_sum [m²] (A1 + A2).
+        hinges: (H, 4) bending hinges; hinge_rest_angle [rad], hinge_area_sum [m²] (A1 + A2);
+            hinge_weight (H,): 1, or 1/2 for hinges that exist in only one of a quad's two
+            diagonal splits (bending is averaged over both splits, see topology).
         pin_indices: (P,) pinned vertices; pin_weights (P,) in (0, 1].
         hard_pins: vertices held exactly (weight 1), (Ph,).
         soft_pins: vertices pulled by goal springs, (Ps,), with soft_pin_stiffness [N/m].
@@ -58,6 +60,7 @@ class ClothModel:
     hinges: np.ndarray
     hinge_rest_angle: np.ndarray
     hinge_area_sum: np.ndarray
+    hinge_weight: np.ndarray
     pin_indices: np.ndarray
     pin_weights: np.ndarray
     hard_pins: np.ndarray
@@ -108,11 +111,12 @@ def build_model(setup: ClothSetup) -> ClothModel:
     V = mesh.vertex_count
     tris, tri_face = triangulate(mesh)
     area, fu, fv = triangle_frames(pos, tris)
-    vertex_area = np.zeros(V)
-    np.add.at(vertex_area, tris, np.repeat(area[:, None] / 3.0, 3, axis=1))
     face_area = np.bincount(tri_face, weights=area, minlength=mesh.face_count)
     face_first_tri = np.searchsorted(tri_face, np.arange(mesh.face_count))
     sides = np.diff(mesh.face_offsets).astype(np.float64)
+    # lump per polygon corner: a fan split would give two quad corners twice the mass
+    vertex_area = np.bincount(mesh.face_indices, weights=np.repeat(face_area / sides,
+                              sides.astype(np.int64)), minlength=V)
     # structural edges: area share and direction relative to the warp of the adjacent polygon
     pairs, face = polygon_edge_pairs(mesh)
     edges, inv = unique_edges(pairs)
@@ -130,7 +134,7 @@ def build_model(setup: ClothSetup) -> ClothModel:
     diagonals, dinv = unique_edges(dpairs)
     diag_area = np.bincount(dinv[dinv >= 0], weights=(4.0 * face_area / n_diag)[dface[dinv >= 0]],
                             minlength=len(diagonals))
-    hg = hinges(tris)
+    hg, hinge_area, hinge_weight = _averaged_hinges(mesh, tris, area, pos)
     pins = np.asarray(setup.pin_indices, dtype=np.int64)
     w = setup.weights()
     if len(pins) and (pins.min() < 0 or pins.max() >= V):
@@ -140,11 +144,40 @@ def build_model(setup: ClothSetup) -> ClothModel:
         rest_positions=pos.copy(), triangles=tris, tri_area=area, tri_frame_u=fu,
         tri_frame_v=fv, mass=setup.material.area_density * vertex_area, vertex_area=vertex_area,
         edges=edges, edge_rest_length=rest_len, hinges=hg, hinge_rest_angle=_rest_angles(pos, hg),
-        hinge_area_sum=_hinge_area_sum(hg, tris, area), pin_indices=pins, pin_weights=w,
+        hinge_area_sum=hinge_area, hinge_weight=hinge_weight, pin_indices=pins, pin_weights=w,
         hard_pins=hard, soft_pins=soft,
         soft_pin_stiffness=w[w < 1.0] * setup.material.pin_stiffness * vertex_area[soft],
         material=setup.material, edge_area=edge_area, edge_warp_cos2=warp_cos2,
         diagonals=diagonals, diagonal_area=diag_area)
+
+
+def _averaged_hinges(mesh, tris, area, pos):
+    """Hinges of the fan split and of the other diagonal split of every quad, averaged.
+
+    A hinge present in both splits keeps weight 1; one present in only one split gets 1/2.
+
+    Returns:
+        (hinges (H, 4), area sums A1 + A2 [m²] (H,), weights (H,)).
+    """
+    alt = alternate_quad_triangles(mesh)
+    if len(alt) == 0:
+        hg = hinges(tris)
+        return hg, _hinge_area_sum(hg, tris, area), np.ones(len(hg))
+    quad_tris = np.repeat(np.diff(mesh.face_offsets) == 4, np.diff(mesh.face_offsets) - 2)
+    tris_b = np.concatenate([tris[~quad_tris], alt])
+    area_b = np.concatenate([area[~quad_tris], _triangle_areas(pos, alt)])
+    ha, hb = hinges(tris), hinges(tris_b)
+    both = np.concatenate([ha, hb])
+    aa = np.concatenate([_hinge_area_sum(ha, tris, area), _hinge_area_sum(hb, tris_b, area_b)])
+    key = np.concatenate([np.sort(both[:, :2], 1), np.sort(both[:, 2:], 1)], 1)
+    uniq, first, count = np.unique(key, axis=0, return_index=True, return_counts=True)
+    return both[first], aa[first], count / 2.0
+
+
+def _triangle_areas(pos, tris):
+    """Areas [m²] of triangles (T, 3)."""
+    return 0.5 * np.linalg.norm(np.cross(pos[tris[:, 1]] - pos[tris[:, 0]],
+                                         pos[tris[:, 2]] - pos[tris[:, 0]]), axis=1)
 
 
 def _hinge_area_sum(hg, tris, area):
@@ -215,6 +248,7 @@ def bending_terms(model: ClothModel) -> HingeTerms:
     area = model.hinge_area_sum
     scale = np.where(area > 0, e2 / np.where(area > 0, area, 1.0), 0.0)
     m = model.material
+    scale = scale * model.hinge_weight
     return HingeTerms(m.bend_stiffness * scale, m.bend_damping * scale, model.hinge_rest_angle)
 
 

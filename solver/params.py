@@ -109,9 +109,9 @@ class MaterialParams:
     bend_stiffness: float = _spec(
         5.0e-6, "N·m", "bending rigidity: moment per unit width per unit curvature", 0.0, 10.0)
     stretch_damping: float = _spec(
-        1.0, "N·s/m", "viscous tension per unit strain rate", 0.0, 1.0e6)
+        0.5, "N·s/m", "viscous tension per unit strain rate", 0.0, 1.0e6)
     shear_damping: float = _spec(
-        0.01, "N·s/m", "viscous shear stress per unit shear rate", 0.0, 1.0e6)
+        0.005, "N·s/m", "viscous shear stress per unit shear rate", 0.0, 1.0e6)
     bend_damping: float = _spec(
         1.0e-7, "N·m·s", "viscous moment per unit width per unit curvature rate", 0.0, 10.0)
     air_drag: float = _spec(

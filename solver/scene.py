@@ -55,6 +55,9 @@ class SceneError(ValueError):
         self.problem = _one_line(problem)
         super().__init__(f"{self.key}: {self.problem}")
 
+    def __reduce__(self):  # keep it picklable despite the two-argument constructor
+        return type(self), (self.key, self.problem)
+
 
 # ---- generic checks: each takes (dotted key, raw TOML value) and returns the checked value ----
 

@@ -30,6 +30,20 @@ def triangulate(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
     return tris.astype(np.int64), tri_face.astype(np.int64)
 
 
+def alternate_quad_triangles(mesh: PolyMesh) -> np.ndarray:
+    """Triangles of every quad split along its *other* diagonal (1, 3), shape (2·Q, 3).
+
+    Averaging an energy over both splits of each quad removes the directional bias a single
+    diagonal gives (digest A14/P13); for bending it removes a spurious coupling of bending to
+    twist that made strips about 20% too soft.
+    """
+    o = mesh.face_offsets
+    idx = mesh.face_indices
+    q = o[:-1][np.diff(o) == 4]
+    c0, c1, c2, c3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
+    return np.concatenate([np.stack([c1, c2, c3], 1), np.stack([c1, c3, c0], 1)]).astype(np.int64)
+
+
 def unique_edges(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sorted unique undirected edges and, for each input pair, its row in them.
 

@@ -108,7 +108,8 @@ def test_scene_errors_in_process(tmp_path, capsys, text, message):
 
 def test_missing_scene_file(tmp_path, capsys):
     assert main(["run", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "r.npz")]) == 2
-    assert capsys.readouterr().err == f"error: nope.toml: file not found: {tmp_path / 'nope.toml'}\n"
+    expected = f"error: nope.toml: file not found: {tmp_path / 'nope.toml'}\n"
+    assert capsys.readouterr().err == expected
 
 
 def test_output_directory_is_checked_before_simulating(tmp_path, capsys, fake_simulate):

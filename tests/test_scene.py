@@ -1,5 +1,6 @@
 """Scene-file loading: the public TOML contract, its error messages, and a fuzz test."""
 
+import copy
 import dataclasses
 import datetime
 import math
@@ -425,7 +426,6 @@ def paths(value, prefix=()):
 
 
 def mutate(scene, path, action, new_value, new_key):
-    import copy
     scene = copy.deepcopy(scene)
     if not path:
         if isinstance(scene, dict):
