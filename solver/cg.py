@@ -81,7 +81,8 @@ def mpcg(row_ptr, col, blocks, diag, b, filt, z, tol, max_iter, x):
         z: prescribed values on the constrained directions, (V, 3).
         tol: stop when the preconditioned residual norm falls below tol times its initial value.
         max_iter: iteration cap.
-        x: output, (V, 3).
+        x: in: initial guess for the free directions (e.g. the previous step's solution, a warm
+            start); out: the solution, (V, 3).
 
     Returns:
         (iterations, relative residual reached).
@@ -89,8 +90,12 @@ def mpcg(row_ptr, col, blocks, diag, b, filt, z, tol, max_iter, x):
     n = b.shape[0]
     pinv = np.empty((n, 3, 3))
     invert_diagonal_blocks(blocks, diag, filt, pinv)
-    x[:] = z
     tmp = np.empty_like(b)
+    apply_blocks(filt, x, tmp)  # keep the guess on free directions, z on constrained ones
+    for i in range(n):
+        for r_ in range(3):
+            x[i, r_] = tmp[i, r_] + z[i, r_] - (filt[i, r_, 0] * z[i, 0] + filt[i, r_, 1] * z[i, 1]
+                                               + filt[i, r_, 2] * z[i, 2])
     r = np.empty_like(b)
     bsr_matvec(row_ptr, col, blocks, x, tmp)
     apply_blocks(filt, b - tmp, r)

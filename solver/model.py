@@ -317,6 +317,8 @@ def _flexion_springs(model: ClothModel):
     A chain of two edges of length h bent by angle φ = κh shortens by h·φ²/4, so a spring of
     stiffness k stores k·h²·φ⁴/32 while the continuum stores B·κ²·h·w/2 over the chain's
     area; equating them at κ = FLEXION_MATCH_CURVATURE gives k = 16·B·w/(κ²·h⁵) (w ≈ h).
+    Being axial springs, they are damped with the stretch damping time c/k of the material
+    (the bending damping time would make them far too viscous for an explicit step).
     """
     pos = model.rest_positions
     chains = flexion_chains(model.edges, pos, model.vertex_count)
@@ -326,5 +328,6 @@ def _flexion_springs(model: ClothModel):
     kappa = FLEXION_MATCH_CURVATURE
     safe_h = np.where(h > 0, h, 1.0)
     k = 16.0 * model.material.bend_stiffness / (kappa ** 2 * safe_h ** 4)
-    c_d = 16.0 * model.material.bend_damping / (kappa ** 2 * safe_h ** 4)
-    return np.stack([a, c], 1), span, k, c_d
+    mat = model.material
+    tau = mat.stretch_damping / mat.stretch_stiffness
+    return np.stack([a, c], 1), span, k, tau * k

@@ -170,8 +170,15 @@ class SolverSettings:
         0.0, 1.0, exclusive_min=True)
     cg_max_iterations: int = _spec(
         500, "", "implicit: iteration cap of the conjugate gradient", 1, 100000, integer=True)
+    newton_iterations: int = _spec(
+        4, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
+        "linearisation)", 1, 100, integer=True)
+    newton_tolerance: float = _spec(
+        1.0e-3, "", "implicit: Newton stops when its last position update is below this "
+        "fraction of the shortest rest edge", 0.0, 1.0, exclusive_min=True)
     strain_limit_iterations: int = _spec(
-        50, "", "passes of the strain limiter per step", 1, 10000, integer=True)
+        1000, "", "most passes of the strain limiter per step (it stops once converged)", 1,
+        100000, integer=True)
     max_speed: float = _spec(
         1.0e3, "m/s", "a vertex faster than this means the simulation blew up", 0.0, 1.0e8,
         exclusive_min=True)

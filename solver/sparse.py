@@ -67,7 +67,7 @@ def build_assembly(element_sets: list[np.ndarray], vertex_count: int
     groups, f_off, b_off = [], 0, 0
     rows, cols, f_vert, b_key = [np.arange(V)], [np.arange(V)], [], []
     for el in element_sets:
-        el = np.asarray(el, dtype=np.int64).reshape(len(el), -1)
+        el = np.asarray(el, dtype=np.int64)  # (E, k); E may be 0 (e.g. one triangle: no hinges)
         E, k = el.shape
         groups.append(ElementGroup(el, f_off, b_off))
         f_vert.append(el.ravel())

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..model import ClothModel
 from ..params import SolverSettings
-from ..strain_limit import apply_strain_limit
+from ..strain_limit import apply_strain_limit, tethers
 
 
 class BlowUpError(RuntimeError):
@@ -63,6 +63,7 @@ class ClothSolver:
         self.inv_mass = np.where(free, 1.0 / np.where(model.mass > 0, model.mass, 1.0), 0.0)
         # vertices that never move under forces: hard pins and massless (loose) vertices
         self.fixed = np.nonzero(~free)[0]
+        self._tethers = None  # built on first use of the strain limit
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
@@ -74,8 +75,14 @@ class ClothSolver:
         s = self.model.material.max_strain
         if s is None:
             return 0
-        return apply_strain_limit(self.x, self.v, dt, self.model.edges,
-                                  self.model.edge_rest_length, self.inv_mass, s,
+        m = self.model
+        if self._tethers is None:
+            pos = m.rest_positions
+            graph = np.concatenate([m.edges, m.diagonals])
+            length = np.linalg.norm(pos[graph[:, 1]] - pos[graph[:, 0]], axis=1)
+            self._tethers = tethers(graph, length, m.vertex_count, self.fixed)
+        return apply_strain_limit(self.x, self.v, dt, m.edges, m.edge_rest_length,
+                                  self.inv_mass, self._tethers, s,
                                   self.settings.strain_limit_iterations)
 
     def check_finite(self) -> None:

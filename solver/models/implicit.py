@@ -9,7 +9,10 @@ the filtered PCG (cg.py); hard pins enter as prescribed velocity changes. Option
   v₁ = (1 − λ)(v₀ + h·a(x₁, v₁)) + λ(v₋₁ + 2h·a(x̄, v̄)) with x̄ = (x₁ + x₋₁)/2. Linearising about
   (x₀, v₀) gives the same matrix as implicit Euler and
   b = (1 + λ)h·f + h²K(v₀ + λv₋₁) − 2λh·K(x₀ − x₋₁) − λ(M + hD)(v₀ − v₋₁).
-* ``settle``: quasi-static relaxation (Volino's "fast draping"): (M − h²K)·Δx = h²·f, v = 0.
+* ``settle``: quasi-static relaxation (Volino's "fast draping"): (M − τ²K)·Δx = τ²·f, v = 0,
+  with a large pseudo-time τ (SETTLE_PSEUDO_STEP) so each iteration is nearly a Newton step on
+  the potential energy; M keeps the system definite, and no vertex moves more than half the
+  shortest rest edge per iteration so a folded start cannot jump through itself.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ..params import SolverSettings
 from ..sparse import bsr_matvec
 from ..system import ForceSystem
 from .base import ClothSolver, FrameTargets, StepInfo
+
+SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 
 
 class ImplicitSolver(ClothSolver):
@@ -45,6 +50,8 @@ class ImplicitSolver(ClothSolver):
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
+        lengths = model.edge_rest_length[model.edge_rest_length > 0]
+        self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
 
     def _assemble(self, h: float, damping: bool) -> None:
         """A = M − h·D − h²·K from the last evaluation."""
@@ -87,46 +94,81 @@ class ImplicitSolver(ClothSolver):
         return StepInfo(substeps=n, iterations=iters)
 
     def _dynamic_step(self, h, hard, soft, wind, pin_vel) -> int:
-        s, m = self.system, self.model
+        """One step, solved by Newton iterations on the blended implicit equations.
+
+        Residual R(v₁) = M(v₁ − ṽ) − h·[(1 − λ)·f(x₁, v₁) + 2λ·f(x̄, v̄)] with
+        ṽ = v₀ − λ(v₀ − v₋₁), x₁ = x₀ − λ(x₀ − x₋₁) + h(v₁ + λv₋₁), x̄ = (x₁ + x₋₁)/2 and
+        v̄ = (v₁ + v₋₁)/2; its Jacobian is approximated by M − h·D − h²·K evaluated at x₁.
+        A single linearisation (Baraff & Witkin's one step) lets vertices next to pins move
+        sideways at no first-order cost and overstretch under fast rotation; re-linearising
+        until the update is below ``newton_tolerance`` of the shortest edge removes that.
+        """
+        s, m, st = self.system, self.model, self.settings
         x0, v0 = self.x, self.v
-        s.evaluate(x0, v0, self.gravity, wind, soft, want_jac=True)
-        self._assemble(h, damping=True)
-        lam = self.settings.midpoint_blend if self.x_prev is not None else 0.0
-        K, D, M = s.K, s.D, m.mass[:, None]
-        # b = (1+λ)h f + h² K (v0 + λ v₋₁) − 2λh K (x0 − x₋₁) − λ (M + hD)(v0 − v₋₁)
-        w = v0 if lam == 0.0 else v0 + lam * self.v_prev
-        self.rhs[:] = (1.0 + lam) * h * s.force + h * h * self._matvec(K, w, self._tmp)
-        if lam != 0.0:
-            dx_prev = x0 - self.x_prev
-            dv_prev = v0 - self.v_prev
-            self.rhs -= 2.0 * lam * h * self._matvec(K, dx_prev, self._tmp)
-            self.rhs -= lam * (M * dv_prev + h * self._matvec(D, dv_prev, self._tmp))
-        # fixed vertices: the Δv that lands them exactly on their targets
+        lam = st.midpoint_blend if self.x_prev is not None else 0.0
+        xm, vm = (self.x_prev, self.v_prev) if lam else (x0, v0)
+        base_x = x0 - lam * (x0 - xm) + lam * h * vm  # x₁ = base_x + h·v₁
+        v_tilde = v0 - lam * (v0 - vm)
+        M = m.mass[:, None]
+        fx = self.fixed
         target = x0.copy()
         target[m.hard_pins] = hard
-        fx = self.fixed
-        v1_fixed = (target[fx] - x0[fx]) / h
-        if lam != 0.0:
-            v1_fixed += lam * ((x0[fx] - self.x_prev[fx]) / h - self.v_prev[fx])
-        self.z[:] = 0.0
-        self.z[fx] = v1_fixed - v0[fx]
-        it = self._solve()
-        v1 = v0 + self.dv
-        x1 = x0 + h * v1 if lam == 0.0 else x0 - lam * (x0 - self.x_prev) + h * (v1 + lam * self.v_prev)
+        v1 = v0.copy()
+        v1[fx] = (target[fx] - base_x[fx]) / h  # fixed vertices land exactly on their targets
+        iters = 0
+        free_w = np.where(self.inv_mass > 0, self.inv_mass, 0.0)[:, None]
+
+        def residual(v):
+            """h·f − M(v − ṽ) at v₁ = v, and its M⁻¹-weighted squared norm."""
+            x = base_x + h * v
+            s.evaluate(x, v, self.gravity, wind, soft)
+            force = s.force.copy()
+            if lam:
+                s.evaluate(0.5 * (x + xm), 0.5 * (v + vm), self.gravity, wind, soft)
+                force = (1.0 - lam) * force + 2.0 * lam * s.force
+            r = h * force - M * (v - v_tilde)
+            return r, float(np.sum(free_w * r * r))
+
+        res, norm = residual(v1)
+        for _ in range(st.newton_iterations):
+            s.evaluate(base_x + h * v1, v1, self.gravity, wind, soft, want_jac=True)
+            self._assemble(h, damping=True)
+            self.rhs[:] = res
+            self.z[:] = 0.0
+            iters += self._solve()
+            # backtrack until the residual shrinks: plain Newton oscillates on stiff,
+            # rotating cloth at large steps
+            alpha = 1.0
+            for _ in range(5):
+                trial_res, trial_norm = residual(v1 + alpha * self.dv)
+                if trial_norm <= (1.0 - 1e-4 * alpha) * norm or norm == 0.0:
+                    break
+                alpha *= 0.5
+            v1 += alpha * self.dv
+            res, norm = trial_res, trial_norm
+            if np.max(np.abs(self.dv)) * alpha * h <= st.newton_tolerance * self._shortest_edge:
+                break
+        self.dv[:] = 0.0  # next step's Newton correction starts from zero
         self.x_prev, self.v_prev = x0, v0
-        self.x, self.v = x1, v1
+        self.x = base_x + h * v1
+        self.v = v1
         self.v[m.hard_pins] = pin_vel
-        return it
+        return iters
 
     def _settle_step(self, h, hard, soft, wind) -> int:
         s, m = self.system, self.model
         zero = np.zeros_like(self.v)
         s.evaluate(self.x, zero, self.gravity, wind, soft, want_jac=True)
-        self._assemble(h, damping=False)
-        self.rhs[:] = h * h * s.force
+        tau = SETTLE_PSEUDO_STEP
+        self._assemble(tau, damping=False)
+        self.rhs[:] = tau * tau * s.force
         self.z[:] = 0.0
         self.z[m.hard_pins] = hard - self.x[m.hard_pins]
         it = self._solve()
-        self.x = self.x + self.dv
+        step = np.linalg.norm(self.dv, axis=1)
+        cap = 0.5 * self._shortest_edge
+        scale = np.where(step > cap, cap / np.maximum(step, 1e-300), 1.0)
+        scale[m.hard_pins] = 1.0
+        self.x = self.x + self.dv * scale[:, None]
         self.v = zero
         return it

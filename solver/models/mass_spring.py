@@ -46,7 +46,7 @@ def largest_rates(K: np.ndarray, D: np.ndarray, asm, inv_mass: np.ndarray
     hinges, which would cost tenfold substeps. Lanczos converges from below, so the result is
     raised by 5%; if it fails to converge the Gershgorin bound is used.
     """
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+    from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
     from ..sparse import bsr_matvec
 
@@ -69,8 +69,9 @@ def largest_rates(K: np.ndarray, D: np.ndarray, asm, inv_mass: np.ndarray
     if V < 4 or not np.any(inv_mass > 0):
         return gershgorin_rates(K, D, asm.row_ptr, inv_mass)
     try:
-        return 1.05 * max(largest(K), 0.0), 1.05 * max(largest(D), 0.0)
-    except ArpackNoConvergence:
+        rates = [1.05 * max(largest(b), 0.0) if np.any(b) else 0.0 for b in (K, D)]
+        return rates[0], rates[1]
+    except (ArpackNoConvergence, ArpackError):
         return gershgorin_rates(K, D, asm.row_ptr, inv_mass)
 
 
