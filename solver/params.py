@@ -161,8 +161,8 @@ class SolverSettings:
         0.8, "", "fraction of the explicit stability limit used for the automatic step",
         0.0, 1.0, exclusive_min=True)
     midpoint_blend: float = _spec(
-        0.0, "", "implicit: λ blend towards implicit midpoint (0 = implicit Euler, 0.5–0.9 "
-        "less numerical damping)", 0.0, 0.95)
+        0.0, "", "implicit: λ blend towards a second-order rule (0 = implicit Euler). "
+        "EXPERIMENTAL: exact on linear oscillators but unstable on swinging cloth", 0.0, 0.95)
     settle: bool = field(default=False, metadata={
         "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
     cg_tolerance: float = _spec(

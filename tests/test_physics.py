@@ -158,19 +158,15 @@ def test_undamped_symplectic_run_conserves_energy():
     assert 1.6 < errors[0] / errors[1] < 2.5
 
 
-def test_implicit_euler_dissipates_and_midpoint_blend_keeps_more_energy():
-    """[VMT] §2.8: implicit Euler over-damps; blending towards implicit midpoint helps."""
+def test_implicit_euler_dissipates_energy():
+    """[VMT] §2.8: implicit Euler damps an undamped swing numerically (and never gains much)."""
     mat = _undamped(dataclasses.replace(SOFT, stretch_stiffness=500.0, bend_stiffness=1e-5))
     euler = _swing({"model": "implicit"}, mat)
-    blend = _swing({"model": "implicit", "midpoint_blend": 0.8}, mat)
-    e_euler, e_blend = _total_energy(euler), _total_energy(blend)
-    assert blend.error is None
+    e = _total_energy(euler)
     swing = max(f.kinetic_energy_j for f in euler.frames)
     # backward Euler dissipates (exactly so only for convex energies; allow 2% of the swing)
-    assert np.all(e_euler <= e_euler[0] + 0.02 * swing)
-    loss_euler = e_euler[0] - e_euler[-1]
-    assert loss_euler > 0.05 * swing
-    assert abs(e_blend[0] - e_blend[-1]) < 0.5 * loss_euler
+    assert np.all(e <= e[0] + 0.02 * swing)
+    assert e[0] - e[-1] > 0.05 * swing
 
 
 @pytest.mark.parametrize("lam,expected", [(0.0, 0.137), (0.5, 0.514), (0.8, 0.798),
