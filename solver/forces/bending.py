@@ -14,38 +14,54 @@ from .._jit import njit, prange
 
 
 @njit
-def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
-
-
-@njit
 def dihedral_angle_and_gradient(x0, x1, x2, x3, grad):
     """Signed dihedral angle θ [rad] of a hinge (0 when flat) and ∂θ/∂x_m into grad (4, 3).
 
     Returns θ, or NaN when a triangle is degenerate (grad is then zero).
     """
-    e = x1 - x0
-    le = np.sqrt(np.sum(e * e))
-    n1 = _cross(x2 - x0, x2 - x1)
-    n2 = _cross(x3 - x1, x3 - x0)
-    q1 = np.sum(n1 * n1)
-    q2 = np.sum(n2 * n2)
-    grad[:] = 0.0
+    pts = np.empty((4, 3))
+    pts[0], pts[1], pts[2], pts[3] = x0, x1, x2, x3
+    return _hinge_theta_grad(pts, 0, 1, 2, 3, grad)
+
+
+@njit
+def _hinge_theta_grad(x, i0, i1, i2, i3, g):
+    """θ and ∂θ/∂x into g (4, 3) using scalars only (no allocation in the parallel loop)."""
+    ex, ey, ez = x[i1, 0] - x[i0, 0], x[i1, 1] - x[i0, 1], x[i1, 2] - x[i0, 2]
+    a0x, a0y, a0z = x[i2, 0] - x[i0, 0], x[i2, 1] - x[i0, 1], x[i2, 2] - x[i0, 2]
+    a1x, a1y, a1z = x[i2, 0] - x[i1, 0], x[i2, 1] - x[i1, 1], x[i2, 2] - x[i1, 2]
+    b1x, b1y, b1z = x[i3, 0] - x[i1, 0], x[i3, 1] - x[i1, 1], x[i3, 2] - x[i1, 2]
+    b0x, b0y, b0z = x[i3, 0] - x[i0, 0], x[i3, 1] - x[i0, 1], x[i3, 2] - x[i0, 2]
+    # n1 = (x2 − x0) × (x2 − x1), n2 = (x3 − x1) × (x3 − x0)
+    n1x, n1y, n1z = a0y * a1z - a0z * a1y, a0z * a1x - a0x * a1z, a0x * a1y - a0y * a1x
+    n2x, n2y, n2z = b1y * b0z - b1z * b0y, b1z * b0x - b1x * b0z, b1x * b0y - b1y * b0x
+    le = np.sqrt(ex * ex + ey * ey + ez * ez)
+    q1 = n1x * n1x + n1y * n1y + n1z * n1z
+    q2 = n2x * n2x + n2y * n2y + n2z * n2z
     if le < 1e-300 or q1 < 1e-300 or q2 < 1e-300:
+        for m in range(4):
+            for r in range(3):
+                g[m, r] = 0.0
         return np.nan
-    eh = e / le
-    m1 = n1 / q1
-    m2 = n2 / q2
-    r1 = np.sqrt(q1)
-    r2 = np.sqrt(q2)
-    sin_t = np.sum(_cross(n1, n2) * eh) / (r1 * r2)
-    cos_t = np.sum(n1 * n2) / (r1 * r2)
-    theta = np.arctan2(sin_t, cos_t)
-    grad[2] = -le * m1
-    grad[3] = -le * m2
-    grad[0] = -(np.sum((x2 - x1) * eh) * m1 + np.sum((x3 - x1) * eh) * m2)
-    grad[1] = np.sum((x2 - x0) * eh) * m1 + np.sum((x3 - x0) * eh) * m2
+    ehx, ehy, ehz = ex / le, ey / le, ez / le
+    cx, cy, cz = n1y * n2z - n1z * n2y, n1z * n2x - n1x * n2z, n1x * n2y - n1y * n2x
+    r12 = np.sqrt(q1 * q2)
+    theta = np.arctan2((cx * ehx + cy * ehy + cz * ehz) / r12,
+                       (n1x * n2x + n1y * n2y + n1z * n2z) / r12)
+    w1 = 1.0 / q1
+    w2 = 1.0 / q2
+    s21 = (a1x * ehx + a1y * ehy + a1z * ehz) * w1   # (x2 − x1)·ê / |n1|²
+    s31 = (b1x * ehx + b1y * ehy + b1z * ehz) * w2   # (x3 − x1)·ê / |n2|²
+    s20 = (a0x * ehx + a0y * ehy + a0z * ehz) * w1   # (x2 − x0)·ê / |n1|²
+    s30 = (b0x * ehx + b0y * ehy + b0z * ehz) * w2   # (x3 − x0)·ê / |n2|²
+    g[2, 0], g[2, 1], g[2, 2] = -le * w1 * n1x, -le * w1 * n1y, -le * w1 * n1z
+    g[3, 0], g[3, 1], g[3, 2] = -le * w2 * n2x, -le * w2 * n2y, -le * w2 * n2z
+    g[0, 0] = -(s21 * n1x + s31 * n2x)
+    g[0, 1] = -(s21 * n1y + s31 * n2y)
+    g[0, 2] = -(s21 * n1z + s31 * n2z)
+    g[1, 0] = s20 * n1x + s30 * n2x
+    g[1, 1] = s20 * n1y + s30 * n2y
+    g[1, 2] = s20 * n1z + s30 * n2z
     return theta
 
 
@@ -64,10 +80,12 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off
         f_off, b_off: this group's offsets into lf and lk/ld.
         energy: out (H,) [J]; lf: out local forces; lk, ld: out local blocks.
     """
-    for h in prange(hinges.shape[0]):
-        g = np.empty((4, 3))
-        i0, i1, i2, i3 = hinges[h, 0], hinges[h, 1], hinges[h, 2], hinges[h, 3]
-        theta = dihedral_angle_and_gradient(x[i0], x[i1], x[i2], x[i3], g)
+    n_h = hinges.shape[0]
+    grads = np.empty((n_h, 4, 3))  # one allocation per call, not per hinge
+    for h in prange(n_h):
+        g = grads[h]
+        idx = hinges[h]
+        theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
         if np.isnan(theta):
             energy[h] = 0.0
             dtheta = 0.0
@@ -75,14 +93,21 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off
         else:
             dtheta = theta - rest_angle[h]
             energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
-            rate = (np.sum(g[0] * v[i0]) + np.sum(g[1] * v[i1]) + np.sum(g[2] * v[i2])
-                    + np.sum(g[3] * v[i3]))
+            rate = 0.0
+            for m in range(4):
+                for r in range(3):
+                    rate += g[m, r] * v[idx[m], r]
         scale = -(stiffness[h] * dtheta + damping[h] * rate)
         for m in range(4):
-            lf[f_off + 4 * h + m] = scale * g[m]
+            for r in range(3):
+                lf[f_off + 4 * h + m, r] = scale * g[m, r]
         if want_jac:
+            k, c = stiffness[h], damping[h]
             for m in range(4):
                 for n in range(4):
-                    o = np.outer(g[m], g[n])
-                    lk[b_off + 16 * h + 4 * m + n] = -stiffness[h] * o
-                    ld[b_off + 16 * h + 4 * m + n] = -damping[h] * o
+                    o = b_off + 16 * h + 4 * m + n
+                    for r in range(3):
+                        for q in range(3):
+                            gg = g[m, r] * g[n, q]
+                            lk[o, r, q] = -k * gg
+                            ld[o, r, q] = -c * gg
