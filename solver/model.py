@@ -165,19 +165,13 @@ def _averaged_hinges(mesh, tris, area, pos):
         return hg, _hinge_area_sum(hg, tris, area), np.ones(len(hg))
     quad_tris = np.repeat(np.diff(mesh.face_offsets) == 4, np.diff(mesh.face_offsets) - 2)
     tris_b = np.concatenate([tris[~quad_tris], alt])
-    area_b = np.concatenate([area[~quad_tris], _triangle_areas(pos, alt)])
+    area_b = np.concatenate([area[~quad_tris], triangle_frames(pos, alt)[0]])
     ha, hb = hinges(tris), hinges(tris_b)
     both = np.concatenate([ha, hb])
     aa = np.concatenate([_hinge_area_sum(ha, tris, area), _hinge_area_sum(hb, tris_b, area_b)])
     key = np.concatenate([np.sort(both[:, :2], 1), np.sort(both[:, 2:], 1)], 1)
     uniq, first, count = np.unique(key, axis=0, return_index=True, return_counts=True)
     return both[first], aa[first], count / 2.0
-
-
-def _triangle_areas(pos, tris):
-    """Areas [m²] of triangles (T, 3)."""
-    return 0.5 * np.linalg.norm(np.cross(pos[tris[:, 1]] - pos[tris[:, 0]],
-                                         pos[tris[:, 2]] - pos[tris[:, 0]]), axis=1)
 
 
 def _hinge_area_sum(hg, tris, area):

@@ -24,7 +24,6 @@ import numpy as np
 from ..cg import mpcg
 from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
-from ..sparse import bsr_matvec
 from ..system import ForceSystem
 from .base import ClothSolver, FrameTargets, StepInfo
 
@@ -48,7 +47,6 @@ class ImplicitSolver(ClothSolver):
         self.z = np.zeros((V, 3))
         self.rhs = np.zeros((V, 3))
         self.dv = np.zeros((V, 3))
-        self._tmp = np.zeros((V, 3))
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
@@ -66,11 +64,6 @@ class ImplicitSolver(ClothSolver):
         fixed = self.fixed
         # massless loose vertices still need an invertible diagonal block (they are filtered)
         self.A[diag[fixed]] += np.eye(3) * (self.model.mass[fixed] == 0)[:, None, None]
-
-    def _matvec(self, blocks, x, out):
-        asm = self.system.asm
-        bsr_matvec(asm.row_ptr, asm.col, blocks, x, out)
-        return out
 
     def _solve(self) -> int:
         asm = self.system.asm
