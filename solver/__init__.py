@@ -6,9 +6,9 @@ Only relative imports are used inside this package so that it works both as the 
 
 from .mesh import MeshError, PolyMesh, grid_mesh
 from .params import MaterialParams, ParameterError, SolverSettings
-from .spec import ClothSetup, SimulationSpec, Wind
+from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
 __all__ = [
-    "ClothSetup", "MaterialParams", "MeshError", "ParameterError", "PolyMesh",
+    "ClothSetup", "Collider", "MaterialParams", "MeshError", "ParameterError", "PolyMesh",
     "SimulationSpec", "SolverSettings", "Wind", "grid_mesh",
 ]

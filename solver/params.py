@@ -165,6 +165,8 @@ class SolverSettings:
         "EXPERIMENTAL: exact on linear oscillators but unstable on swinging cloth", 0.0, 0.95)
     settle: bool = field(default=False, metadata={
         "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
+    self_collision: bool = field(default=False, metadata={
+        "doc": "keep the cloth from passing through itself"})
     cg_tolerance: float = _spec(
         1.0e-4, "", "implicit: relative residual at which the conjugate gradient stops",
         0.0, 1.0, exclusive_min=True)

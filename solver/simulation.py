@@ -99,6 +99,72 @@ def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity) ->
         potential_energy_j=potential_energy(m.mass, solver.x, gravity))
 
 
+class Simulation:
+    """A simulation advanced one frame at a time (the add-on's modal bake steps it between UI
+    events); ``simulate`` runs one to the end.
+
+    Attributes:
+        spec: what is simulated.
+        model, solver: the built model and the cloth solver stepping it.
+        result: positions and reports of the frames completed so far.
+    """
+
+    def __init__(self, spec: SimulationSpec):
+        self.spec = spec
+        self.model = build_model(spec.cloth)
+        self.solver = make_solver(self.model, spec.settings, spec.gravity)
+        self._targets = pin_targets(spec, self.model)
+        self._hard = self.model.pin_weights >= 1.0
+        self._positions = np.empty((spec.frames + 1, self.model.vertex_count, 3))
+        self._positions[0] = self.solver.x
+        self.result = SimulationResult(self._positions[:1], self.model.triangles,
+                                       model_name=self.solver.name)
+
+    @property
+    def frame(self) -> int:
+        """Frames completed so far (0 before the first step)."""
+        return len(self.result.frames)
+
+    @property
+    def done(self) -> bool:
+        """True when every frame is simulated or the simulation stopped at a blow-up."""
+        return self.frame >= self.spec.frames or self.result.error is not None
+
+    def step(self) -> FrameReport | None:
+        """Simulate the next frame; returns its report, or None if it blew up (the message is in
+        ``result.error`` and the frames before it are kept)."""
+        if self.done:
+            raise RuntimeError("the simulation is finished")
+        f = self.frame + 1
+        dt = 1.0 / self.spec.fps
+        t = (f - 1) * dt
+        tg, hard = self._targets, self._hard
+        ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard])
+        wind = wind_field(self.spec.wind, self.solver.x, t)
+        start = time.perf_counter()
+        try:
+            info = self.solver.step_frame(t, dt, ft, wind)
+        except BlowUpError as exc:
+            self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
+                                 "kept. Try more substeps, the implicit model, or a lower "
+                                 "stiffness.")
+            return None
+        wall = time.perf_counter() - start
+        self._positions[f] = self.solver.x
+        rep = frame_report(f, wall, self.solver, info, self.spec.gravity)
+        self.result.frames.append(rep)
+        self.result.positions = self._positions[:f + 1]
+        return rep
+
+    def run(self, progress: Callable[[dict], None] | None = None) -> SimulationResult:
+        """Step to the end (or a blow-up); ``progress`` as in ``simulate``."""
+        while not self.done:
+            rep = self.step()
+            if rep is not None and progress is not None:
+                progress({**asdict(rep), "frames": self.spec.frames})
+        return self.result
+
+
 def simulate(spec: SimulationSpec,
              progress: Callable[[dict], None] | None = None) -> SimulationResult:
     """Simulate ``spec.frames`` frames; see SimulationResult.
@@ -107,31 +173,4 @@ def simulate(spec: SimulationSpec,
         spec: what to simulate.
         progress: called after every frame with the frame's report as a dict (plus "frames").
     """
-    model = build_model(spec.cloth)
-    solver = make_solver(model, spec.settings, spec.gravity)
-    targets = pin_targets(spec, model)
-    hard_mask = model.pin_weights >= 1.0
-    dt = 1.0 / spec.fps
-    positions = np.empty((spec.frames + 1, model.vertex_count, 3))
-    positions[0] = solver.x
-    result = SimulationResult(positions[:1], model.triangles, model_name=solver.name)
-    for f in range(1, spec.frames + 1):
-        t = (f - 1) * dt
-        ft = FrameTargets(targets[f - 1][hard_mask], targets[f][hard_mask],
-                          targets[f - 1][~hard_mask], targets[f][~hard_mask])
-        wind = wind_field(spec.wind, solver.x, t)
-        start = time.perf_counter()
-        try:
-            info = solver.step_frame(t, dt, ft, wind)
-        except BlowUpError as exc:
-            result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are kept. "
-                            "Try more substeps, the implicit model, or a lower stiffness.")
-            break
-        wall = time.perf_counter() - start
-        positions[f] = solver.x
-        rep = frame_report(f, wall, solver, info, spec.gravity)
-        result.frames.append(rep)
-        result.positions = positions[:f + 1]
-        if progress is not None:
-            progress({**asdict(rep), "frames": spec.frames})
-    return result
+    return Simulation(spec).run(progress)

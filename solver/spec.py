@@ -57,6 +57,38 @@ class ClothSetup:
 
 
 @dataclass(frozen=True)
+class Collider:
+    """A body the cloth must never pass through (see issue 3 / solver.collision).
+
+    Exactly one shape is given: ``sphere`` (center [m] (3,), radius [m]), ``plane`` (point [m]
+    (3,), unit normal (3,); the solid side is behind the normal) or ``mesh`` (a PolyMesh in
+    world space [m]; any polygons, triangulated internally).
+
+    Attributes:
+        kind: "sphere", "plane" or "mesh".
+        center, radius: sphere geometry.
+        point, normal: plane geometry.
+        mesh: mesh geometry at frame 0.
+        thickness: collision margin around the surface [m].
+        friction: Coulomb friction coefficient (static and kinetic), >= 0.
+        velocity: rigid translation velocity [m/s], (3,), applied from frame 0.
+        positions: optional per-frame vertex positions of a mesh collider [m],
+            (frames + 1, V, 3) (animated or deforming bodies; overrides ``velocity``).
+    """
+
+    kind: str
+    center: np.ndarray | None = None
+    radius: float = 0.0
+    point: np.ndarray | None = None
+    normal: np.ndarray | None = None
+    mesh: PolyMesh | None = None
+    thickness: float = 0.005
+    friction: float = 0.3
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    positions: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class SimulationSpec:
     """A whole simulation: cloth, numerical settings and environment.
 
@@ -67,6 +99,7 @@ class SimulationSpec:
         fps: frames per second [1/s].
         gravity: gravitational acceleration [m/s²], shape (3,).
         wind: air motion.
+        colliders: bodies the cloth collides with.
     """
 
     cloth: ClothSetup
@@ -75,3 +108,4 @@ class SimulationSpec:
     fps: float = 24.0
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     wind: Wind = field(default_factory=Wind)
+    colliders: tuple[Collider, ...] = ()
