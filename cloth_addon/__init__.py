@@ -1,9 +1,24 @@
-"""Blender side of the extension (UI, bake to shape keys): the next milestone (issue 4)."""
+"""Blender side of the extension: properties, operators and panels (everything that imports bpy).
+
+Register order: numba's cache directory first (it must be set before the solver imports numba),
+then properties -> operators -> panels; unregister in reverse.
+"""
+
+from . import storage
+
+
+def _modules():
+    # Imported here, after the numba cache is configured: they import the solver (and numba).
+    from . import operators, panels, properties
+    return properties, operators, panels
 
 
 def register():
-    pass
+    storage.configure_numba_cache()
+    for module in _modules():
+        module.register()
 
 
 def unregister():
-    pass
+    for module in reversed(_modules()):
+        module.unregister()

@@ -1,0 +1,317 @@
+"""Bake Cloth as a pipeline without UI: read the scene, simulate, write shape keys.
+
+``BakeJob(context)`` validates everything and reads the scene (every frame of the range: pin
+targets and collider shapes from the evaluated meshes, in world space), touching no data
+that it does not restore. ``step()`` simulates one frame at a time (the modal operator calls it
+between UI events; a cancelled job simply is dropped). ``finish()`` converts the results to
+each object's local space and only then replaces the previous bake, in one go.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..solver.mesh import MeshError, PolyMesh
+from ..solver.params import ParameterError, SolverSettings
+from ..solver.simulation import Simulation
+from ..solver.spec import ClothSetup, Collider, SimulationSpec
+from . import shape_keys
+from .convert import material_from_props, solver_settings_from_props, wind_from_props
+from .mesh_io import BakeError, EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
+
+
+@dataclass
+class ClothInput:
+    """One cloth object as read from the scene (world space [m]).
+
+    Attributes:
+        obj: the Blender object.
+        setup: its ClothSetup (mesh at the first frame, material, pins with per-frame targets).
+        settings: its solver settings.
+        matrices: its world matrix at every frame, (frames + 1, 4, 4).
+        key_offsets: displacement its own shape keys add at every frame, (frames + 1, V, 3)
+            [object-local m], or None when they add none.
+    """
+
+    obj: object
+    setup: ClothSetup
+    settings: SolverSettings
+    matrices: np.ndarray
+    key_offsets: np.ndarray | None
+
+
+@dataclass
+class Group:
+    """Cloth objects simulated together (same solver settings) and their simulation."""
+
+    cloths: list[ClothInput]
+    simulation: Simulation
+    wall_time_s: float = 0.0
+    max_strain: float = 0.0
+    penetrations: int | None = None
+
+
+@dataclass
+class BakeSummary:
+    objects: list[str]
+    frame_start: int
+    frame_end: int
+    wall_time_s: float
+    max_strain: float
+    penetrations: int | None
+    models: list[str] = field(default_factory=list)
+
+    def text(self) -> str:
+        pen = "" if self.penetrations is None else f", {self.penetrations} penetrations"
+        return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
+                f"{self.frame_start}-{self.frame_end} with {'/'.join(self.models)} in "
+                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}")
+
+
+def supports_multi_piece() -> bool:
+    """True once the solver simulates several ClothSetups in one SimulationSpec."""
+    return hasattr(Simulation, "piece_offsets")
+
+
+def cloth_objects(scene) -> list:
+    return [o for o in scene.objects if o.type == "MESH" and o.cloth_solver.role == "CLOTH"]
+
+
+def collider_objects(scene) -> list:
+    return [o for o in scene.objects if o.type == "MESH" and o.cloth_solver.role == "COLLIDER"]
+
+
+def frame_rate(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+class BakeJob:
+    """One bake of every cloth object of the scene (see module docstring)."""
+
+    def __init__(self, context, log=None):
+        self.scene = context.scene
+        self.log = log
+        s = self.scene.cloth_solver
+        self.frame_start, self.frame_end = s.frame_start, s.frame_end
+        if self.frame_end <= self.frame_start:
+            raise BakeError(f"the bake frame range {self.frame_start}-{self.frame_end} is empty; "
+                            "set End after Start")
+        cloths = cloth_objects(self.scene)
+        if not cloths:
+            raise BakeError("no cloth objects: set an object's Cloth Solver role to Cloth")
+        for obj in cloths:
+            if obj.mode == "EDIT" or obj.data.is_editmode:
+                raise BakeError(f"'{obj.name}' is in Edit Mode; leave it before baking")
+            shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
+        self.settings = {obj.name: self._solver_settings(obj) for obj in cloths}
+        self.materials = {obj.name: self._material(obj) for obj in cloths}
+        inputs, colliders = self._read_scene(context, cloths, collider_objects(self.scene))
+        self.groups = self._build(inputs, colliders)
+        self.total_frames = len(self.groups) * self.frames
+        self.frames_done = 0
+        self._group = 0
+
+    @property
+    def frames(self) -> int:
+        return self.frame_end - self.frame_start
+
+    # ---- validation ----
+
+    @staticmethod
+    def _solver_settings(obj) -> SolverSettings:
+        try:
+            return solver_settings_from_props(obj.cloth_solver, name=f"'{obj.name}'")
+        except ParameterError as err:
+            raise BakeError(str(err)) from None
+
+    @staticmethod
+    def _material(obj):
+        try:
+            return material_from_props(obj.cloth_solver, name=f"'{obj.name}'")
+        except ParameterError as err:
+            raise BakeError(str(err)) from None
+
+    # ---- reading the scene ----
+
+    def _read_scene(self, context, cloths, colliders):
+        """Evaluate every frame once; returns per-cloth ClothInputs and the Colliders."""
+        scene = self.scene
+        n = self.frames + 1
+        frame_before = scene.frame_current
+        pins = {o.name: self._pins(o) for o in cloths}
+        positions0, pin_targets, matrices, offsets = {}, {}, {}, {}
+        collider_first, collider_positions = {}, {}
+        with shape_keys.previous_bake_hidden(cloths):
+            try:
+                for i in range(n):
+                    scene.frame_set(self.frame_start + i)
+                    depsgraph = context.evaluated_depsgraph_get()
+                    for obj in cloths:
+                        ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0))
+                        check_vertex_count(obj, len(ev.positions))
+                        idx, _ = pins[obj.name]
+                        if i == 0:
+                            positions0[obj.name] = ev.mesh
+                            pin_targets[obj.name] = np.empty((n, len(idx), 3))
+                            matrices[obj.name] = np.empty((n, 4, 4))
+                        pin_targets[obj.name][i] = ev.positions[idx]
+                        matrices[obj.name][i] = ev.matrix
+                        offset = shape_keys.user_key_offset(
+                            obj, shape_keys.baked_key_names(obj.cloth_solver))
+                        if offset is not None:
+                            offsets.setdefault(obj.name, np.zeros((n,) + ev.positions.shape))
+                            offsets[obj.name][i] = offset
+                    for obj in colliders:
+                        ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0))
+                        if i == 0:
+                            collider_first[obj.name] = ev.mesh
+                            collider_positions[obj.name] = np.empty((n,) + ev.positions.shape)
+                        elif ev.positions.shape != collider_positions[obj.name].shape[1:]:
+                            raise BakeError(
+                                f"collider '{obj.name}' changes its vertex count during the "
+                                f"bake (frame {self.frame_start + i}); colliders must keep "
+                                "their topology")
+                        collider_positions[obj.name][i] = ev.positions
+            finally:
+                scene.frame_set(frame_before)
+        inputs = []
+        for obj in cloths:
+            idx, weights = pins[obj.name]
+            setup = ClothSetup(positions0[obj.name], self.materials[obj.name], pin_indices=idx,
+                               pin_weights=weights, pin_targets=pin_targets[obj.name])
+            inputs.append(ClothInput(obj, setup, self.settings[obj.name], matrices[obj.name],
+                                     offsets.get(obj.name)))
+        result = []
+        for obj in colliders:
+            pos = collider_positions[obj.name]
+            moving = not np.array_equal(pos, np.broadcast_to(pos[0], pos.shape))
+            s = obj.cloth_solver
+            result.append(Collider(kind="mesh", mesh=collider_first[obj.name],
+                                   thickness=float(s.thickness), friction=float(s.friction),
+                                   positions=pos if moving else None))
+        return inputs, tuple(result)
+
+    @staticmethod
+    def _pins(obj):
+        """Pinned vertex indices and weights from the pin group (weight 0 = free)."""
+        name = obj.cloth_solver.pin_group
+        if not name:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        w = np.clip(vertex_group_weights(obj, name), 0.0, 1.0)
+        idx = np.flatnonzero(w > 0.0)
+        return idx.astype(np.int64), w[idx]
+
+    # ---- simulations ----
+
+    def _spec(self, cloth, colliders, settings) -> SimulationSpec:
+        scene = self.scene
+        gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
+        return SimulationSpec(cloth, settings, frames=self.frames, fps=frame_rate(scene),
+                              gravity=gravity, wind=wind_from_props(scene.cloth_solver),
+                              colliders=colliders)
+
+    def _build(self, inputs, colliders) -> list[Group]:
+        """Cloths with equal solver settings simulate together (one model, shared colliders);
+        before the solver takes several pieces at once, each cloth simulates on its own."""
+        batches: dict[SolverSettings, list[ClothInput]] = {}
+        for c in inputs:
+            batches.setdefault(c.settings, []).append(c)
+        if not supports_multi_piece():
+            batches = {(c.settings, c.obj.name): [c] for c in inputs}
+        groups = []
+        for batch in batches.values():
+            names = ", ".join(f"'{c.obj.name}'" for c in batch)
+            cloth = batch[0].setup if len(batch) == 1 else tuple(c.setup for c in batch)
+            try:
+                sim = Simulation(self._spec(cloth, colliders, batch[0].settings))
+            except (MeshError, ParameterError, ValueError) as err:
+                raise BakeError(f"{names}: {err}") from None
+            groups.append(Group(batch, sim))
+        return groups
+
+    def step(self) -> bool:
+        """Simulate one frame; False once every group is done. Raises BakeError on a blow-up."""
+        if self._group >= len(self.groups):
+            return False
+        g = self.groups[self._group]
+        rep = g.simulation.step()
+        if rep is None:
+            names = ", ".join(f"'{c.obj.name}'" for c in g.cloths)
+            raise BakeError(f"{names}: {g.simulation.result.error}")
+        g.wall_time_s += rep.wall_time_s
+        g.max_strain = max(g.max_strain, rep.max_strain)
+        pen = _penetrations(rep)
+        if pen is not None:
+            g.penetrations = (g.penetrations or 0) + pen
+        self.frames_done += 1
+        if self.log is not None:
+            names = ",".join(c.obj.name for c in g.cloths)
+            self.log(f"cloth_solver: frame {self.frame_start + rep.frame} "
+                     f"({self.frames_done}/{self.total_frames}) {names}: "
+                     f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%")
+        if g.simulation.done:
+            self._group += 1
+        return self._group < len(self.groups)
+
+    def run(self) -> BakeSummary:
+        """Simulate everything, then write the keys."""
+        while self.step():
+            pass
+        return self.finish()
+
+    # ---- writing ----
+
+    def finish(self) -> BakeSummary:
+        """Replace each cloth's previous bake by the new keys (all conversions first)."""
+        if self.frames_done < self.total_frames:
+            raise RuntimeError("the bake is not finished")
+        start = time.perf_counter()
+        writes = []
+        for g in self.groups:
+            positions = g.simulation.result.positions
+            offsets = getattr(g.simulation, "piece_offsets", None)
+            for i, c in enumerate(g.cloths):
+                world = positions if offsets is None else positions[:, offsets[i]:offsets[i + 1]]
+                local = np.stack([to_local(world[f], c.matrices[f], c.obj.name)
+                                  for f in range(len(world))])
+                if c.key_offsets is not None:
+                    local -= c.key_offsets
+                writes.append((c.obj, local, g))
+        for obj, local, g in writes:
+            shape_keys.free_bake(obj)
+            shape_keys.write_bake(obj, self.frame_start, local)
+            shape_keys.mute_modifiers(obj)
+            s = obj.cloth_solver
+            s.bake_model = g.simulation.result.model_name
+            s.bake_time = g.wall_time_s
+            s.bake_max_strain = g.max_strain
+            s.bake_penetrations = -1 if g.penetrations is None else g.penetrations
+        self.scene.frame_set(self.scene.frame_current)
+        pens = [g.penetrations for g in self.groups if g.penetrations is not None]
+        summary = BakeSummary(
+            objects=[c.obj.name for g in self.groups for c in g.cloths],
+            frame_start=self.frame_start, frame_end=self.frame_end,
+            wall_time_s=sum(g.wall_time_s for g in self.groups) + time.perf_counter() - start,
+            max_strain=max(g.max_strain for g in self.groups),
+            penetrations=sum(pens) if pens else None,
+            models=sorted({g.simulation.result.model_name for g in self.groups}))
+        self.scene.cloth_solver.last_report = summary.text()
+        return summary
+
+
+def _penetrations(report) -> int | None:
+    """Penetrating vertices in a frame report, once the solver reports them (issue 3)."""
+    for name in ("penetrations", "penetration_count", "penetrating_vertices"):
+        value = getattr(report, name, None)
+        if value is not None:
+            return int(value)
+    return None
+
+
+def free_all(scene) -> list[str]:
+    """Free the bake of every object of the scene that has one; returns their names."""
+    return [o.name for o in scene.objects
+            if o.type == "MESH" and shape_keys.free_bake(o)]

@@ -1,0 +1,125 @@
+"""The bpy <-> numpy bridge for meshes: evaluated world-space vertices, polygons, vertex-group
+weights and shape-key data, all through ``foreach_get``/``foreach_set`` (no per-vertex Python
+loops, except vertex-group weights, which have no bulk accessor; read once per bake).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..solver.mesh import PolyMesh
+
+
+class BakeError(Exception):
+    """A problem the user can fix; the message is shown in the status bar as it is."""
+
+
+def matrix(obj) -> np.ndarray:
+    """``obj.matrix_world`` as a (4, 4) float64 array (evaluated object: its animated value)."""
+    return np.array(obj.matrix_world, dtype=np.float64)
+
+
+def to_world(local: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Object-local points (N, 3) [m] -> world space under the 4x4 matrix ``m`` (any scale,
+    negative or not uniform)."""
+    return local @ m[:3, :3].T + m[:3, 3]
+
+
+def to_local(world: np.ndarray, m: np.ndarray, name: str = "object") -> np.ndarray:
+    """World points (..., N, 3) -> object-local under ``m``; a singular matrix is an error."""
+    linear = m[:3, :3]
+    if abs(np.linalg.det(linear)) < 1e-18:
+        raise BakeError(f"'{name}' has zero scale on some axis; its shape keys cannot hold the "
+                        "cloth. Fix the object's scale and bake again")
+    return (world - m[:3, 3]) @ np.linalg.inv(linear).T
+
+
+def vertex_positions(mesh) -> np.ndarray:
+    """Mesh vertex coordinates (V, 3) float64 (as stored: object-local)."""
+    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def polygons(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """Polygon vertex indices concatenated (sum of sizes,) and offsets (F + 1,), int64."""
+    n = len(mesh.polygons)
+    start = np.empty(n, dtype=np.int32)
+    total = np.empty(n, dtype=np.int32)
+    mesh.polygons.foreach_get("loop_start", start)
+    mesh.polygons.foreach_get("loop_total", total)
+    loop_vertex = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loop_vertex)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(total, out=offsets[1:])
+    if np.array_equal(start, offsets[:-1]):  # the usual layout: loops stored polygon by polygon
+        return loop_vertex[:offsets[-1]].astype(np.int64), offsets
+    # Gather each polygon's loops in polygon order.
+    loop_index = np.repeat(start - offsets[:-1], total) + np.arange(offsets[-1])
+    return loop_vertex[loop_index].astype(np.int64), offsets
+
+
+class EvaluatedMesh:
+    """An object's evaluated mesh (modifiers, shape keys, armatures applied) in world space,
+    read at the depsgraph's current frame.
+
+    Attributes:
+        positions: world-space vertex positions [m], (V, 3).
+        matrix: the object's world matrix at that frame, (4, 4).
+        mesh: a PolyMesh of the evaluated polygons (only when ``topology`` was asked for).
+    """
+
+    def __init__(self, obj, depsgraph, topology: bool = False):
+        ev = obj.evaluated_get(depsgraph)
+        mesh = ev.to_mesh()
+        try:
+            local = vertex_positions(mesh)
+            faces = polygons(mesh) if topology else None
+        finally:
+            ev.to_mesh_clear()
+        self.matrix = matrix(ev)
+        self.positions = to_world(local, self.matrix)
+        self.mesh = None
+        if faces is not None:
+            if len(faces[1]) < 2:
+                raise BakeError(f"'{obj.name}' has no faces; cloth and colliders need faces")
+            self.mesh = PolyMesh(self.positions, faces[0], faces[1])
+
+
+def check_vertex_count(obj, count: int) -> None:
+    """Raise BakeError if the evaluated mesh's vertex count differs from the object's mesh."""
+    own = len(obj.data.vertices)
+    if count != own:
+        mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
+        which = f" (enabled modifiers: {', '.join(mods)})" if mods else ""
+        raise BakeError(f"'{obj.name}': the modifiers change the vertex count from {own} to "
+                        f"{count}{which}; the bake writes one shape key position per vertex. "
+                        "Disable or apply the modifier that adds or removes vertices")
+
+
+def vertex_group_weights(obj, group_name: str) -> np.ndarray:
+    """Weights (V,) of vertex group ``group_name`` on the object's own mesh (0 outside it)."""
+    group = obj.vertex_groups.get(group_name)
+    if group is None:
+        raise BakeError(f"'{obj.name}': pin group '{group_name}' does not exist "
+                        f"(vertex groups: {', '.join(g.name for g in obj.vertex_groups) or 'none'})")
+    index = group.index
+    weights = np.zeros(len(obj.data.vertices))
+    for v in obj.data.vertices:  # no bulk accessor for deform weights; once per bake
+        for g in v.groups:
+            if g.group == index:
+                weights[v.index] = g.weight
+                break
+    return weights
+
+
+def key_block_positions(key_block) -> np.ndarray:
+    """A shape key's coordinates (V, 3) float64 (object-local)."""
+    buf = np.empty(len(key_block.data) * 3, dtype=np.float32)
+    key_block.data.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def set_key_block_positions(key_block, positions: np.ndarray) -> None:
+    """Write (V, 3) object-local coordinates into a shape key."""
+    key_block.data.foreach_set("co", np.ascontiguousarray(positions, dtype=np.float32).ravel())

@@ -1,0 +1,227 @@
+"""Operators: Bake Cloth (modal with progress and Esc in the UI, synchronous from scripts and
+``blender -b``), Free Bake, and the preset actions."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import bpy
+from bpy.props import BoolProperty, StringProperty
+
+from . import bake, presets
+from .mesh_io import BakeError
+
+# Seconds of simulation per modal timer event: long enough to be efficient, short enough that
+# the UI stays responsive and Esc is seen promptly.
+MODAL_SLICE_S = 0.1
+
+
+def _background_binary() -> bool:
+    """True in ``blender -b`` (not in the bpy Python module, where exceptions are the way)."""
+    return bpy.app.background and bool(bpy.app.binary_path)
+
+
+def _fail(op, message: str):
+    """Report a failed bake; in ``blender -b`` also end Blender with status 1, so pipelines
+    notice (set CLOTH_SOLVER_NO_EXIT=1 to get the Python exception instead, e.g. in tests)."""
+    op.report({"ERROR"}, message)
+    if _background_binary() and not os.environ.get("CLOTH_SOLVER_NO_EXIT"):
+        print(f"cloth_solver: bake failed: {message}", file=sys.stderr, flush=True)
+        sys.exit(1)
+    return {"CANCELLED"}
+
+
+class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
+    """Simulate every cloth object of the scene over the bake frame range and write one shape
+    key per frame"""
+
+    bl_idname = "cloth_solver.bake"
+    bl_label = "Bake Cloth"
+    bl_options = {"REGISTER", "UNDO"}
+
+    _job = None
+    _timer = None
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None
+
+    def _start(self, context, log=None):
+        try:
+            return bake.BakeJob(context, log=log)
+        except BakeError as err:
+            self._error = str(err)
+            return None
+
+    def execute(self, context):
+        log = (lambda text: print(text, flush=True)) if bpy.app.background else None
+        job = self._start(context, log)
+        if job is None:
+            return _fail(self, self._error)
+        if log:
+            log(f"cloth_solver: baking {job.total_frames} frames "
+                f"({job.frame_start}-{job.frame_end}, {len(job.groups)} simulation(s))")
+        try:
+            summary = job.run()
+        except BakeError as err:
+            return _fail(self, str(err))
+        if log:
+            log(f"cloth_solver: {summary.text()}")
+        self.report({"INFO"}, summary.text())
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        self._job = self._start(context)
+        if self._job is None:
+            return _fail(self, self._error)
+        wm = context.window_manager
+        wm.progress_begin(0, self._job.total_frames)
+        self._timer = wm.event_timer_add(0.01, window=context.window)
+        wm.modal_handler_add(self)
+        self._status(context)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        if event.type == "ESC":
+            self._end(context)
+            self.report({"WARNING"}, "Bake cancelled; the previous bake is unchanged")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"PASS_THROUGH"}
+        job = self._job
+        try:
+            deadline = time.perf_counter() + MODAL_SLICE_S
+            more = True
+            while more and time.perf_counter() < deadline:
+                more = job.step()
+            context.window_manager.progress_update(job.frames_done)
+            self._status(context)
+            if more:
+                return {"RUNNING_MODAL"}
+            summary = job.finish()
+        except BakeError as err:
+            self._end(context)
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self._end(context)
+        self.report({"INFO"}, summary.text())
+        return {"FINISHED"}
+
+    def cancel(self, context):
+        self._end(context)
+
+    def _status(self, context):
+        job = self._job
+        if context.workspace is not None:
+            context.workspace.status_text_set(
+                f"Baking cloth: frame {job.frames_done}/{job.total_frames} (Esc to cancel)")
+
+    def _end(self, context):
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        self._job = None
+
+
+class CLOTH_SOLVER_OT_free_bake(bpy.types.Operator):
+    """Remove the shape keys, keyframes and settings that Bake Cloth added to the scene's
+    objects"""
+
+    bl_idname = "cloth_solver.free_bake"
+    bl_label = "Free Bake"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context):
+        freed = bake.free_all(context.scene)
+        if not freed:
+            self.report({"INFO"}, "Nothing to free: no object has a cloth bake")
+            return {"CANCELLED"}
+        context.scene.frame_set(context.scene.frame_current)
+        self.report({"INFO"}, f"Freed the cloth bake of {', '.join(freed)}")
+        return {"FINISHED"}
+
+
+class CLOTH_SOLVER_OT_preset_apply(bpy.types.Operator):
+    """Set the active object's cloth material from a preset"""
+
+    bl_idname = "cloth_solver.preset_apply"
+    bl_label = "Apply Cloth Preset"
+    bl_options = {"REGISTER", "UNDO"}
+
+    name: StringProperty(name="Preset", description="Preset identifier (file name stem)")
+    user: BoolProperty(name="User Preset", description="One of the user's own presets")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "MESH"
+
+    def execute(self, context):
+        try:
+            shown = presets.apply(context.object.cloth_solver, self.name, self.user)
+        except ValueError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Applied preset {shown}")
+        return {"FINISHED"}
+
+
+class CLOTH_SOLVER_OT_preset_save(bpy.types.Operator):
+    """Save the active object's cloth material as a user preset"""
+
+    bl_idname = "cloth_solver.preset_save"
+    bl_label = "Save Cloth Preset"
+
+    name: StringProperty(name="Name", default="My Fabric")
+    description: StringProperty(name="Description", default="")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "MESH"
+
+    def invoke(self, context, event):
+        return context.window_manager.invoke_props_dialog(self)
+
+    def execute(self, context):
+        try:
+            path = presets.save(context.object.cloth_solver, self.name, self.description)
+        except (ValueError, OSError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Saved preset {self.name} to {path}")
+        return {"FINISHED"}
+
+
+class CLOTH_SOLVER_OT_preset_remove(bpy.types.Operator):
+    """Delete one of the user's cloth presets"""
+
+    bl_idname = "cloth_solver.preset_remove"
+    bl_label = "Remove Cloth Preset"
+
+    name: StringProperty(name="Preset")
+
+    def execute(self, context):
+        presets.remove(self.name)
+        self.report({"INFO"}, f"Removed preset {self.name}")
+        return {"FINISHED"}
+
+
+classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_preset_apply,
+           CLOTH_SOLVER_OT_preset_save, CLOTH_SOLVER_OT_preset_remove)
+
+
+def register():
+    for cls in classes:
+        bpy.utils.register_class(cls)
+
+
+def unregister():
+    for cls in reversed(classes):
+        bpy.utils.unregister_class(cls)
