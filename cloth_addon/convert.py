@@ -12,29 +12,30 @@ import numpy as np
 
 from ..solver.params import MaterialParams, SolverSettings
 from ..solver.spec import Wind
-from .properties import MATERIAL_SPECS
+from .properties import MATERIAL_SPECS, prop_name
 
 
 def material_from_props(settings, name: str = "material") -> MaterialParams:
     """The validated SI material of an object's ``cloth_solver`` settings."""
     values = {}
     for key, spec in MATERIAL_SPECS.items():
-        if spec.optional and not getattr(settings, f"use_{key}"):
+        prop = prop_name(key)
+        if spec.optional and not getattr(settings, f"use_{prop}"):
             values[key] = None
         else:
-            values[key] = _round(getattr(settings, key))
+            values[key] = _round(getattr(settings, prop))
     return MaterialParams.from_mapping(values, prefix=name)
 
 
 def material_to_props(material: MaterialParams, settings) -> None:
     """Set an object's material fields (e.g. from a preset)."""
     for key, spec in MATERIAL_SPECS.items():
-        value = getattr(material, key)
+        value, prop = getattr(material, key), prop_name(key)
         if spec.optional:
-            setattr(settings, f"use_{key}", value is not None)
+            setattr(settings, f"use_{prop}", value is not None)
             if value is None:
                 continue
-        setattr(settings, key, value)
+        setattr(settings, prop, value)
 
 
 def solver_settings_from_props(settings, name: str = "solver") -> SolverSettings:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 
 from . import presets
-from .properties import MATERIAL_SPECS
+from .properties import MATERIAL_SPECS, prop_name
 
 STIFFNESS = ("stretch_stiffness", "stretch_stiffness_weft", "shear_stiffness", "bend_stiffness")
 DAMPING = ("stretch_damping", "shear_damping", "bend_damping", "air_drag")
@@ -26,9 +26,10 @@ class ClothSolverPanel:
         return cls.role is None or ob.cloth_solver.role in cls.role
 
 
-def _field(layout, settings, name):
+def _field(layout, settings, field):
     """Draw one material field; optional fields get their switch beside them."""
-    if MATERIAL_SPECS[name].optional:
+    name = prop_name(field)
+    if MATERIAL_SPECS[field].optional:
         row = layout.row(heading=settings.bl_rna.properties[name].name)
         row.prop(settings, f"use_{name}", text="")
         sub = row.row()
@@ -55,7 +56,7 @@ class CLOTH_SOLVER_MT_presets(bpy.types.Menu):
         layout.separator()
         layout.operator("cloth_solver.preset_save", text="Save Preset...", icon="ADD")
         if mine:
-            sub = layout.menu("CLOTH_SOLVER_MT_presets_remove", icon="REMOVE")
+            layout.menu("CLOTH_SOLVER_MT_presets_remove", icon="REMOVE")
 
 
 class CLOTH_SOLVER_MT_presets_remove(bpy.types.Menu):
@@ -99,7 +100,7 @@ class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         s = context.object.cloth_solver
-        layout.prop(s, "area_density")
+        _field(layout, s, "area_density")
         col = layout.column(heading="Stiffness")
         for name in STIFFNESS:
             _field(col, s, name)

@@ -47,6 +47,15 @@ MATERIAL_DEFAULTS = field_defaults(MaterialParams)
 OPTIONAL_FALLBACK = {"stretch_stiffness_weft": "stretch_stiffness"}
 OPTIONAL_START = {"max_strain": 0.05}  # 5 %: a typical lock-up strain of woven fabric
 
+# The collider's settings are part of the public contract (obj.cloth_solver.thickness,
+# .friction); material fields of the same name get a "cloth_" prefix on the object.
+COLLIDER_PROPS = ("thickness", "friction")
+
+
+def prop_name(field: str) -> str:
+    """Property name of material field ``field`` on ``obj.cloth_solver``."""
+    return f"cloth_{field}" if field in COLLIDER_PROPS else field
+
 
 def label(name: str, spec: FieldSpec) -> str:
     """UI label with the SI unit, e.g. "Stretch Stiffness (N/m)"."""
@@ -74,12 +83,12 @@ def _material_annotations() -> dict:
             start = default if default is not None else (
                 MATERIAL_DEFAULTS[OPTIONAL_FALLBACK[name]] if name in OPTIONAL_FALLBACK
                 else OPTIONAL_START[name])
-            out[f"use_{name}"] = BoolProperty(
+            out[f"use_{prop_name(name)}"] = BoolProperty(
                 name=f"Use {name.replace('_', ' ').title()}", default=default is not None,
                 description=f"Enable: {spec.doc}")
-            out[name] = _number_property(name, spec, start)
+            out[prop_name(name)] = _number_property(name, spec, start)
         else:
-            out[name] = _number_property(name, spec, default)
+            out[prop_name(name)] = _number_property(name, spec, default)
     return out
 
 

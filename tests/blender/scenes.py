@@ -1,0 +1,106 @@
+"""Small scenes for the Blender tests, built from arrays (the same in Blender 3.4 and 5.x)."""
+
+from __future__ import annotations
+
+import sys
+
+import bpy
+import numpy as np
+
+
+def addon():
+    """The add-on's root package as Blender imported it (extension or legacy add-on)."""
+    name = next(m for m in sys.modules if m.endswith("cloth_solver")
+                and hasattr(sys.modules[m], "cloth_addon"))
+    return sys.modules[name]
+
+
+def solver():
+    return addon().solver
+
+
+def mesh_object(name, positions, faces, location=(0, 0, 0), rotation=(0, 0, 0),
+                scale=(1, 1, 1)):
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(p) for p in positions], [], [tuple(int(i) for i in f) for f in faces])
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location, obj.rotation_euler, obj.scale = location, rotation, scale
+    bpy.context.view_layer.update()
+    return obj
+
+
+def grid(name="Cloth", n=6, size=1.0, **transform):
+    """An n x n vertex quad grid in its local XY plane, centred on its origin."""
+    g = solver().grid_mesh((size, size), (n, n), (0.0, 0.0, 0.0))
+    return mesh_object(name, g.positions, g.faces(), **transform)
+
+
+def cloth(name="Cloth", n=6, pins=(), weights=None, frames=(1, 5), **transform):
+    obj = grid(name, n, **transform)
+    s = obj.cloth_solver
+    s.role = "CLOTH"
+    if len(pins):
+        vg = obj.vertex_groups.new(name="pins")
+        w = np.ones(len(pins)) if weights is None else weights
+        for i, wi in zip(pins, w):
+            vg.add([int(i)], float(wi), "REPLACE")
+        s.pin_group = "pins"
+    scene = bpy.context.scene
+    scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = frames
+    return obj
+
+
+def local_positions(obj) -> np.ndarray:
+    buf = np.empty(len(obj.data.vertices) * 3, dtype=np.float32)
+    obj.data.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def evaluated_world(obj, frame=None) -> np.ndarray:
+    """World-space vertex positions of the evaluated object at ``frame`` (default: current)."""
+    scene = bpy.context.scene
+    if frame is not None:
+        scene.frame_set(frame)
+    dg = bpy.context.evaluated_depsgraph_get()
+    ev = obj.evaluated_get(dg)
+    mesh = ev.to_mesh()
+    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    ev.to_mesh_clear()
+    m = np.array(ev.matrix_world)
+    return buf.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def key_state(obj):
+    """Names, coordinates and values of every shape key (for before/after comparisons)."""
+    key = obj.data.shape_keys
+    if key is None:
+        return None
+    out = []
+    for kb in key.key_blocks:
+        buf = np.empty(len(kb.data) * 3, dtype=np.float32)
+        kb.data.foreach_get("co", buf)
+        out.append((kb.name, buf.copy(), kb.value, kb.mute))
+    return out
+
+
+def same_key_state(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(
+        x[0] == y[0] and np.array_equal(x[1], y[1]) and x[2] == y[2] and x[3] == y[3]
+        for x, y in zip(a, b))
+
+
+def fcurve_paths(obj) -> list[str]:
+    key = obj.data.shape_keys
+    if key is None or key.animation_data is None or key.animation_data.action is None:
+        return []
+    action = key.animation_data.action
+    if hasattr(action, "fcurves"):
+        return sorted(fc.data_path for fc in action.fcurves)
+    from bpy_extras import anim_utils
+    bag = anim_utils.action_get_channelbag_for_slot(action, key.animation_data.action_slot)
+    return [] if bag is None else sorted(fc.data_path for fc in bag.fcurves)

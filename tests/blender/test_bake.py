@@ -1,0 +1,294 @@
+"""Bake Cloth end to end: the evaluated mesh at frame f equals the solver's positions for frame f,
+pins, transforms, user shape keys, modifiers, free/re-bake, cancel, failures, save/reload."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bpy
+from scenes import (addon, cloth, evaluated_world, fcurve_paths, key_state, local_positions,
+                    same_key_state, solver)
+
+ATOL = 2e-5  # m: shape keys store float32 object-local coordinates
+
+
+def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=None,
+              model="implicit", start_world=None):
+    """The solver run directly on the object's world-space mesh (no add-on code involved)."""
+    S = solver()
+    from_spec = S.spec
+    world = evaluated_world(obj, bpy.context.scene.cloth_solver.frame_start) \
+        if start_world is None else start_world
+    faces = [list(p.vertices) for p in obj.data.polygons]
+    mesh = S.PolyMesh.from_faces(world, faces)
+    setup = from_spec.ClothSetup(
+        mesh, material or S.MaterialParams(), pin_indices=np.asarray(pins, dtype=np.int64),
+        pin_weights=None if weights is None else np.asarray(weights, dtype=np.float64),
+        pin_targets=pin_targets)
+    spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
+                                    fps=24.0)
+    result = S.simulation.simulate(spec)
+    assert result.error is None
+    return result.positions
+
+
+def assert_matches(obj, positions, frame_start=1):
+    for i, expected in enumerate(positions):
+        got = evaluated_world(obj, frame_start + i)
+        np.testing.assert_allclose(got, expected, atol=ATOL, err_msg=f"frame {frame_start + i}")
+
+
+def test_bake_writes_one_keyed_shape_key_per_frame_matching_the_solver():
+    obj = cloth(n=6, pins=[30, 35], frames=(1, 6), location=(0.3, -0.2, 1.0))
+    expected = reference(obj, 5, pins=[30, 35])
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    names = [kb.name for kb in obj.data.shape_keys.key_blocks]
+    assert names == ["Basis"] + [f"cloth_{f:04d}" for f in range(1, 7)]
+    assert fcurve_paths(obj) == sorted(f'key_blocks["cloth_{f:04d}"].value' for f in range(1, 7))
+    assert_matches(obj, expected)
+    assert np.ptp(expected[:, :, 2]) > 0.01  # it really moved (hangs and swings down)
+    # Exactly one cloth key is on at every frame; the first/last hold outside the range.
+    for frame, on in ((0, "cloth_0001"), (3, "cloth_0003"), (6, "cloth_0006"), (9, "cloth_0006")):
+        bpy.context.scene.frame_set(frame)
+        values = {kb.name: kb.value for kb in obj.data.shape_keys.key_blocks[1:]}
+        assert values == {n: float(n == on) for n in values}, frame
+    s = obj.cloth_solver
+    assert (s.is_baked, s.bake_frame_start, s.bake_frame_end, s.bake_model) == \
+        (True, 1, 6, "implicit")
+    assert s.bake_max_strain > 0
+    assert "Baked 1 cloth object(s)" in bpy.context.scene.cloth_solver.last_report
+
+
+def test_world_space_bake_under_rotation_and_negative_non_uniform_scale():
+    obj = cloth(n=5, pins=[0, 4], frames=(1, 5), location=(0.2, 0.1, 1.0),
+                rotation=(0.3, -0.2, 0.5), scale=(1.5, -0.8, 1.2))
+    expected = reference(obj, 4, pins=[0, 4])
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert_matches(obj, expected)
+    # Gravity acts in world space: the free corner falls along world -Z.
+    assert expected[-1, 24, 2] < expected[0, 24, 2] - 0.01
+
+
+def test_mass_spring_model_and_weighted_pins():
+    weights = [1.0, 1.0, 0.5, 0.0]  # 0.5 = goal spring; 0 = free although in the group
+    obj = cloth(n=5, pins=[20, 24, 22, 0], weights=weights, frames=(1, 4))
+    obj.cloth_solver.solver = "MASS_SPRING"
+    expected = reference(obj, 3, pins=[20, 24, 22], weights=[1.0, 1.0, 0.5], model="mass_spring")
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert obj.cloth_solver.bake_model == "mass_spring"
+    assert_matches(obj, expected)
+    start = evaluated_world(obj, 1)
+    assert np.allclose(expected[:, [20, 24]], start[[20, 24]])  # hard pins held exactly
+    assert not np.allclose(expected[-1, 22], start[22], atol=1e-6)  # the soft pin gives a little
+
+
+def test_pins_follow_the_objects_animation():
+    obj = cloth(n=5, pins=[20, 24], frames=(1, 5), location=(0, 0, 1))
+    obj.keyframe_insert("location", frame=1)
+    obj.location = (0.4, 0.0, 1.3)
+    obj.keyframe_insert("location", frame=5)
+    targets = np.stack([evaluated_world(obj, f)[[20, 24]] for f in range(1, 6)])
+    assert np.ptp(targets[:, 0, 0]) > 0.3  # the pins really travel
+    expected = reference(obj, 4, pins=[20, 24], pin_targets=targets)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert_matches(obj, expected)
+    for i, f in enumerate(range(1, 6)):
+        np.testing.assert_allclose(evaluated_world(obj, f)[[20, 24]], targets[i], atol=ATOL)
+
+
+def test_user_shape_keys_stay_untouched_and_are_accounted_for():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    obj.shape_key_add(name="Basis", from_mix=False)
+    bulge = obj.shape_key_add(name="Bulge", from_mix=False)
+    co = local_positions(obj)
+    co[5, 2] += 0.1
+    bulge.data.foreach_set("co", co.astype(np.float32).ravel())
+    bulge.value = 0.5
+    before = key_state(obj)
+    start = evaluated_world(obj, 1)
+    expected = reference(obj, 3, pins=[12, 15], start_world=start)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert_matches(obj, expected)  # Basis + Bulge·0.5 + cloth key = simulated positions
+    after = key_state(obj)
+    assert same_key_state(before, after[:2])  # Basis and Bulge unchanged, still first
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert same_key_state(before, key_state(obj))
+    np.testing.assert_allclose(evaluated_world(obj, 3), start, atol=1e-6)
+
+
+def test_modifiers_are_inputs_and_are_restored_by_free_bake():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    mod = obj.modifiers.new("Lift", "DISPLACE")
+    mod.strength, mod.direction, mod.mid_level = 0.25, "Z", 0.0
+    start = evaluated_world(obj, 1)
+    assert np.allclose(start[:, 2] - local_positions(obj)[:, 2], 0.25, atol=1e-6)
+    expected = reference(obj, 3, pins=[12, 15], start_world=start)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert not mod.show_viewport and not mod.show_render  # its effect is inside the keys
+    assert_matches(obj, expected)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}  # re-bake sees the modifier again
+    assert_matches(obj, expected)
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert mod.show_viewport and mod.show_render
+    np.testing.assert_allclose(evaluated_world(obj, 2), start, atol=1e-6)
+
+
+def test_free_bake_removes_exactly_what_the_bake_added():
+    obj = cloth(n=4, pins=[12], frames=(1, 3))
+    mesh_before = local_positions(obj)
+    assert obj.data.shape_keys is None
+    n_actions = len(bpy.data.actions)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert obj.data.shape_keys is not None and len(bpy.data.actions) == n_actions + 1
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert obj.data.shape_keys is None  # the Basis the bake created is gone too
+    assert len(bpy.data.actions) == n_actions
+    assert np.array_equal(local_positions(obj), mesh_before)
+    assert not obj.cloth_solver.is_baked
+    assert bpy.ops.cloth_solver.free_bake() == {"CANCELLED"}  # nothing left to free
+
+
+def test_free_bake_keeps_the_users_own_animation():
+    obj = cloth(n=4, pins=[12], frames=(1, 3))
+    obj.shape_key_add(name="Basis", from_mix=False)
+    smile = obj.shape_key_add(name="Smile", from_mix=False)
+    smile.value = 0.0
+    smile.keyframe_insert("value", frame=1)
+    smile.value = 0.0
+    smile.keyframe_insert("value", frame=10)
+    action = obj.data.shape_keys.animation_data.action
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert obj.data.shape_keys.animation_data.action == action  # keyed into the user's action
+    assert len(fcurve_paths(obj)) == 4
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert fcurve_paths(obj) == ['key_blocks["Smile"].value']
+    assert [kb.name for kb in obj.data.shape_keys.key_blocks] == ["Basis", "Smile"]
+    assert action.name in bpy.data.actions
+
+
+def test_rebake_replaces_the_previous_bake():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 6))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    bpy.context.scene.cloth_solver.frame_start = 3
+    bpy.context.scene.cloth_solver.frame_end = 5
+    expected = reference(obj, 2, pins=[12, 15],
+                         start_world=_unbaked_world(obj, 3))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert [kb.name for kb in obj.data.shape_keys.key_blocks] == \
+        ["Basis", "cloth_0003", "cloth_0004", "cloth_0005"]
+    assert len(fcurve_paths(obj)) == 3
+    assert_matches(obj, expected, frame_start=3)
+
+
+def _unbaked_world(obj, frame):
+    """World positions at ``frame`` as if the object had no bake (bake keys muted)."""
+    keys = [kb for kb in obj.data.shape_keys.key_blocks if kb.name.startswith("cloth_")]
+    for kb in keys:
+        kb.mute = True
+    try:
+        return evaluated_world(obj, frame)
+    finally:
+        for kb in keys:
+            kb.mute = False
+
+
+def test_cancelled_bake_leaves_the_previous_bake_untouched():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    world = evaluated_world(obj, 3)
+    before = key_state(obj)  # at frame 3, like after the job (it restores the current frame)
+    obj.cloth_solver.solver = "MASS_SPRING"
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)  # what the modal operator runs
+    assert job.step() and job.step()
+    del job  # Esc: the operator drops the job without writing
+    assert same_key_state(before, key_state(obj))
+    np.testing.assert_array_equal(evaluated_world(obj, 3), world)
+    assert obj.cloth_solver.bake_model == "implicit"
+
+
+def test_failures_name_the_problem_and_keep_the_previous_bake(monkeypatch):
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 3))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    before = key_state(obj)
+
+    obj.modifiers.new("Subdivision", "SUBSURF")
+    with pytest.raises(RuntimeError, match="vertex count from 16 to .*Subdivision"):
+        bpy.ops.cloth_solver.bake()
+    obj.modifiers.remove(obj.modifiers["Subdivision"])
+    assert same_key_state(before, key_state(obj))
+
+    obj.cloth_solver.area_density = 0.0
+    with pytest.raises(RuntimeError, match="area_density: must be > 0 kg/m²"):
+        bpy.ops.cloth_solver.bake()
+    obj.cloth_solver.area_density = 0.15
+
+    obj.cloth_solver.pin_group = "missing"
+    with pytest.raises(RuntimeError, match="pin group 'missing' does not exist"):
+        bpy.ops.cloth_solver.bake()
+    obj.cloth_solver.pin_group = "pins"
+
+    # The solver blowing up on the second frame (as it reports it): nothing is kept.
+    simulation = addon().solver.simulation.Simulation
+    real_step = simulation.step
+
+    def blow_up_on_frame_2(self):
+        if self.frame == 1:
+            self.result.error = "frame 2: simulation blew up (test); frames 0-1 are kept."
+            return None
+        return real_step(self)
+
+    monkeypatch.setattr(simulation, "step", blow_up_on_frame_2)
+    obj.cloth_solver.solver = "MASS_SPRING"
+    with pytest.raises(RuntimeError, match="'Cloth': frame 2: simulation blew up"):
+        bpy.ops.cloth_solver.bake()
+    monkeypatch.undo()
+    assert same_key_state(before, key_state(obj))
+    assert obj.cloth_solver.bake_model == "implicit"
+
+    obj.cloth_solver.role = "NONE"
+    with pytest.raises(RuntimeError, match="no cloth objects"):
+        bpy.ops.cloth_solver.bake()
+
+
+def test_user_key_with_a_bake_name_is_refused():
+    obj = cloth(n=3, frames=(1, 3))
+    obj.shape_key_add(name="Basis", from_mix=False)
+    obj.shape_key_add(name="cloth_0002", from_mix=False)
+    with pytest.raises(RuntimeError, match="already has a shape key named cloth_0002"):
+        bpy.ops.cloth_solver.bake()
+    assert [kb.name for kb in obj.data.shape_keys.key_blocks] == ["Basis", "cloth_0002"]
+
+
+def test_save_and_reload_keep_the_bake(tmp_path):
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    worlds = [evaluated_world(obj, f) for f in range(1, 5)]
+    path = str(tmp_path / "baked.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects["Cloth"]
+    assert obj.cloth_solver.is_baked and obj.cloth_solver.bake_frame_end == 4
+    for f, world in zip(range(1, 5), worlds):
+        np.testing.assert_array_equal(evaluated_world(obj, f), world)
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert obj.data.shape_keys is None
+
+
+def test_several_cloth_objects_bake_in_one_go_with_their_own_materials():
+    S = solver()
+    a = cloth("Cotton", n=4, pins=[12, 15], frames=(1, 4), location=(-2, 0, 1))
+    b = cloth("Silk", n=4, pins=[12, 15], frames=(1, 4), location=(2, 0, 1))
+    for obj, preset in ((a, "cotton"), (b, "silk")):
+        bpy.context.view_layer.objects.active = obj
+        assert bpy.ops.cloth_solver.preset_apply(name=preset) == {"FINISHED"}
+    expected = {o.name: reference(o, 3, pins=[12, 15], material=S.presets.load_preset(p))
+                for o, p in ((a, "cotton"), (b, "silk"))}
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    # One simulation holding both pieces converges like two separate ones, not bit for bit.
+    for obj in (a, b):
+        for i, f in enumerate(range(1, 5)):
+            np.testing.assert_allclose(evaluated_world(obj, f), expected[obj.name][i], atol=1e-3)
+    assert not np.allclose(expected["Cotton"][-1] - [-2, 0, 0], expected["Silk"][-1] - [2, 0, 0],
+                           atol=1e-4)  # the materials really differ

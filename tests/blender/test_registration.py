@@ -1,0 +1,174 @@
+"""Register/unregister, properties generated from solver.params, and every panel drawing."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import pytest
+
+import dev_addon
+from scenes import addon, cloth, grid
+
+
+def _registered() -> bool:
+    return (hasattr(bpy.types.Object, "cloth_solver") and hasattr(bpy.types.Scene, "cloth_solver")
+            and hasattr(bpy.types, "PHYSICS_PT_cloth_solver")
+            and hasattr(bpy.types, "CLOTH_SOLVER_OT_bake"))
+
+
+def test_register_and_unregister_repeatedly(addon_module, scratch_root):
+    assert _registered()
+    for _ in range(3):
+        dev_addon.disable(addon_module)
+        assert not hasattr(bpy.types.Object, "cloth_solver")
+        assert not hasattr(bpy.types, "PHYSICS_PT_cloth_solver")
+        assert not hasattr(bpy.types, "CLOTH_SOLVER_OT_bake")
+        dev_addon.enable(scratch_root)
+        assert _registered()
+    obj = cloth(n=3, frames=(1, 2))  # the re-registered properties work
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert obj.data.shape_keys.key_blocks[-1].name == "cloth_0002"
+
+
+def test_material_properties_come_from_the_parameter_table():
+    pkg = addon()
+    params = pkg.solver.params
+    specs = params.field_specs(params.MaterialParams)
+    defaults = params.field_defaults(params.MaterialParams)
+    props = pkg.cloth_addon.properties
+    rna = props.ClothSolverObjectSettings.bl_rna.properties
+    for name, spec in specs.items():
+        prop = rna[props.prop_name(name)]
+        assert math.isclose(prop.hard_min, spec.minimum, rel_tol=1e-6, abs_tol=1e-30), name
+        assert math.isclose(prop.hard_max, spec.maximum, rel_tol=1e-6), name
+        if spec.unit not in ("", "1"):
+            assert f"({spec.unit})" in prop.name, name
+        assert spec.doc in prop.description, name
+        if defaults[name] is None:
+            assert rna[f"use_{props.prop_name(name)}"].default is False
+        else:
+            assert math.isclose(prop.default, defaults[name], rel_tol=1e-6), name
+
+
+def test_solver_choices_are_the_registered_models():
+    pkg = addon()
+    rna = pkg.cloth_addon.properties.ClothSolverObjectSettings.bl_rna.properties
+    items = [i.identifier for i in rna["solver"].enum_items]
+    assert items == [m.upper() for m in pkg.solver.registry.MODELS]
+    assert {"MASS_SPRING", "IMPLICIT"} <= set(items)
+    assert [i.identifier for i in rna["role"].enum_items] == ["NONE", "CLOTH", "COLLIDER"]
+
+
+def test_properties_map_to_validated_solver_parameters():
+    pkg = addon()
+    convert = pkg.cloth_addon.convert
+    obj = cloth(n=3)
+    s = obj.cloth_solver
+    assert convert.material_from_props(s) == pkg.solver.params.MaterialParams()
+    s.solver, s.use_custom_substeps, s.substeps, s.self_collision = "MASS_SPRING", True, 7, True
+    settings = convert.solver_settings_from_props(s)
+    assert (settings.model, settings.substeps, settings.self_collision) == ("mass_spring", 7, True)
+    s.area_density = 0.0  # allowed by the slider's bound, refused by the solver's (> 0)
+    with pytest.raises(pkg.solver.params.ParameterError, match="area_density: must be > 0"):
+        convert.material_from_props(s)
+
+
+# ---- drawing: every panel and menu against a layout that checks each name it is given ----
+
+class CheckingLayout:
+    """Stands in for UILayout in background mode: every property, operator and menu the draw
+    code names must exist in RNA, as Blender would require when drawing for real."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def __getattr__(self, name):
+        if name in ("row", "column", "box", "split", "grid_flow", "column_flow"):
+            return lambda *a, **k: CheckingLayout(self.log)
+        raise AttributeError(f"UILayout has no {name!r} in this test double")
+
+    def prop(self, data, name, **kw):
+        assert name in data.bl_rna.properties, f"{type(data).__name__} has no property {name}"
+        self.log.append(("prop", name))
+
+    def prop_search(self, data, name, search_data, search_name, **kw):
+        assert name in data.bl_rna.properties, name
+        assert search_name in search_data.bl_rna.properties, search_name
+        self.log.append(("prop_search", name))
+
+    def operator(self, idname, **kw):
+        module, op = idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), op).get_rna_type()
+        self.log.append(("operator", idname))
+        return CheckingProps(rna)
+
+    def menu(self, menu_id, **kw):
+        assert hasattr(bpy.types, menu_id), menu_id
+        self.log.append(("menu", menu_id))
+
+    def label(self, text="", **kw):
+        self.log.append(("label", text))
+
+    def separator(self, **kw):
+        pass
+
+
+class CheckingProps:
+    def __init__(self, rna):
+        object.__setattr__(self, "rna", rna)
+
+    def __setattr__(self, name, value):
+        assert name in self.rna.properties, f"operator has no property {name}"
+
+
+class FakePanel:
+    def __init__(self, log):
+        self.layout = CheckingLayout(log)
+
+
+def _draw_all(context):
+    pkg = addon().cloth_addon
+    log = []
+    for cls in pkg.panels.classes:
+        if issubclass(cls, bpy.types.Panel):
+            if not cls.poll(context):
+                continue
+            if hasattr(cls, "draw_header_preset"):
+                cls.draw_header_preset(FakePanel(log), context)
+        cls.draw(FakePanel(log), context)
+    return log
+
+
+@pytest.mark.parametrize("role,solver", [("NONE", "IMPLICIT"), ("CLOTH", "IMPLICIT"),
+                                         ("CLOTH", "MASS_SPRING"), ("COLLIDER", "IMPLICIT")])
+def test_every_panel_draws(role, solver):
+    obj = grid("Thing", 3)
+    bpy.context.view_layer.objects.active = obj
+    obj.cloth_solver.role, obj.cloth_solver.solver = role, solver
+    log = _draw_all(bpy.context)
+    drawn = {name for kind, name in log if kind == "prop"}
+    if role == "CLOTH":
+        assert {"solver", "area_density", "stretch_stiffness", "bend_stiffness",
+                "self_collision", "frame_start", "frame_end"} <= drawn
+        assert ("prop_search", "pin_group") in log
+        assert ("operator", "cloth_solver.bake") in log
+        assert ("operator", "cloth_solver.free_bake") in log
+        assert ("menu", "CLOTH_SOLVER_MT_presets") in log
+        props = addon().cloth_addon.properties
+        for name in props.MATERIAL_SPECS:  # every material field
+            assert props.prop_name(name) in drawn, name
+    elif role == "COLLIDER":
+        assert {"thickness", "friction"} <= drawn
+    else:
+        assert drawn == {"role"}
+
+
+def test_panels_show_the_last_bake():
+    obj = cloth(n=3, frames=(1, 3))
+    bpy.context.view_layer.objects.active = obj
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    labels = [text for kind, text in _draw_all(bpy.context) if kind == "label"]
+    assert any("Baked frames 1-3" in t for t in labels)
+    assert any("max strain" in t for t in labels)
+    assert any(t.startswith("Penetrations") for t in labels)
