@@ -19,7 +19,8 @@ from ..solver.params import ParameterError, SolverSettings
 from ..solver.simulation import Simulation
 from ..solver.spec import ClothSetup, Collider, SimulationSpec
 from . import shape_keys
-from .convert import material_from_props, solver_settings_from_props, wind_from_props
+from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
+                      wind_from_props)
 from .mesh_io import BakeError, EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
 
 
@@ -51,7 +52,8 @@ class Group:
     simulation: Simulation
     wall_time_s: float = 0.0
     max_strain: float = 0.0
-    penetrations: int | None = None
+    deepest_penetration_m: float | None = None  # None: the solver does not measure it
+    intersections: int | None = None  # most intersecting triangle pairs in one frame
 
 
 @dataclass
@@ -61,11 +63,14 @@ class BakeSummary:
     frame_end: int
     wall_time_s: float
     max_strain: float
-    penetrations: int | None
+    deepest_penetration_m: float | None
+    intersections: int | None
     models: list[str] = field(default_factory=list)
 
     def text(self) -> str:
-        pen = "" if self.penetrations is None else f", {self.penetrations} penetrations"
+        pen = "" if self.deepest_penetration_m is None else (
+            f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
+            f"{self.intersections} intersecting triangle pairs at most")
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
                 f"{self.frame_start}-{self.frame_end} with {'/'.join(self.models)} in "
                 f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}")
@@ -188,9 +193,9 @@ class BakeJob:
         for obj in colliders:
             pos = collider_positions[obj.name]
             moving = not np.array_equal(pos, np.broadcast_to(pos[0], pos.shape))
-            s = obj.cloth_solver
+            thickness, friction = collider_from_props(obj.cloth_solver)
             result.append(Collider(kind="mesh", mesh=collider_first[obj.name],
-                                   thickness=float(s.thickness), friction=float(s.friction),
+                                   thickness=thickness, friction=friction,
                                    positions=pos if moving else None))
         return inputs, tuple(result)
 
@@ -243,9 +248,10 @@ class BakeJob:
             raise BakeError(f"{names}: {g.simulation.result.error}")
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)
-        pen = _penetrations(rep)
-        if pen is not None:
-            g.penetrations = (g.penetrations or 0) + pen
+        depth, crossings = _penetrations(rep)
+        if depth is not None:
+            g.deepest_penetration_m = max(g.deepest_penetration_m or 0.0, depth)
+            g.intersections = max(g.intersections or 0, crossings)
         self.frames_done += 1
         if self.log is not None:
             names = ",".join(c.obj.name for c in g.cloths)
@@ -288,27 +294,31 @@ class BakeJob:
             s.bake_model = g.simulation.result.model_name
             s.bake_time = g.wall_time_s
             s.bake_max_strain = g.max_strain
-            s.bake_penetrations = -1 if g.penetrations is None else g.penetrations
+            measured = g.deepest_penetration_m is not None
+            s.bake_deepest_penetration = g.deepest_penetration_m if measured else -1.0
+            s.bake_intersections = g.intersections if measured else -1
         self.scene.frame_set(self.scene.frame_current)
-        pens = [g.penetrations for g in self.groups if g.penetrations is not None]
+        measured = [g for g in self.groups if g.deepest_penetration_m is not None]
         summary = BakeSummary(
             objects=[c.obj.name for g in self.groups for c in g.cloths],
             frame_start=self.frame_start, frame_end=self.frame_end,
             wall_time_s=sum(g.wall_time_s for g in self.groups) + time.perf_counter() - start,
             max_strain=max(g.max_strain for g in self.groups),
-            penetrations=sum(pens) if pens else None,
+            deepest_penetration_m=max((g.deepest_penetration_m for g in measured), default=None),
+            intersections=max((g.intersections for g in measured), default=None),
             models=sorted({g.simulation.result.model_name for g in self.groups}))
         self.scene.cloth_solver.last_report = summary.text()
         return summary
 
 
-def _penetrations(report) -> int | None:
-    """Penetrating vertices in a frame report, once the solver reports them (issue 3)."""
-    for name in ("penetrations", "penetration_count", "penetrating_vertices"):
-        value = getattr(report, name, None)
-        if value is not None:
-            return int(value)
-    return None
+def _penetrations(report) -> tuple[float | None, int]:
+    """Deepest penetration [m] and intersecting triangle pairs (cloth/cloth + cloth/collider)
+    of a frame report; (None, 0) while the solver does not measure them (before issue 3)."""
+    depth = getattr(report, "deepest_penetration_m", None)
+    if depth is None:
+        return None, 0
+    return float(depth), int(getattr(report, "self_intersections", 0)) + int(
+        getattr(report, "collider_crossings", 0))
 
 
 def free_all(scene) -> list[str]:

@@ -58,6 +58,11 @@ def wind_from_props(scene_settings) -> Wind:
                 turbulence_frequency=float(s.wind_frequency), seed=int(s.wind_seed))
 
 
+def collider_from_props(settings) -> tuple[float, float]:
+    """A collider object's thickness [m] and friction coefficient."""
+    return _round(float(settings.thickness)), _round(float(settings.friction))
+
+
 def material_as_dict(material: MaterialParams) -> dict:
     """Material values without the unset optional ones (for writing presets)."""
     return {k: v for k, v in dataclasses.asdict(material).items() if v is not None}

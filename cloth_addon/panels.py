@@ -203,8 +203,11 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
                            f"({s.bake_model})", icon="CHECKMARK")
             box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
-            pen = "not measured" if s.bake_penetrations < 0 else str(s.bake_penetrations)
-            box.label(text=f"Penetrations: {pen}")
+            if s.bake_deepest_penetration < 0:
+                box.label(text="Penetrations: not measured by this solver version")
+            else:
+                box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm, "
+                               f"{s.bake_intersections} intersecting triangle pairs at most")
         elif scene.last_report:
             layout.label(text=scene.last_report)
 

@@ -165,7 +165,13 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         "bake_model": StringProperty(name="Model", default=""),
         "bake_time": FloatProperty(name="Bake Time (s)", default=0.0),
         "bake_max_strain": FloatProperty(name="Max Strain", default=0.0, subtype="FACTOR"),
-        "bake_penetrations": IntProperty(name="Penetrations", default=-1),
+        "bake_deepest_penetration": FloatProperty(
+            name="Deepest Penetration (m)", default=-1.0, unit="LENGTH",
+            description="Deepest cloth vertex inside a collider over the bake; -1 = not measured"),
+        "bake_intersections": IntProperty(
+            name="Intersections", default=-1,
+            description="Most intersecting triangle pairs (cloth/cloth and cloth/collider) in "
+                        "one frame of the bake; -1 = not measured"),
     }
 
 
