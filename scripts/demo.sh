@@ -1,16 +1,9 @@
 #!/usr/bin/env bash
-# Main job: set up, then simulate the demo scene (cotton pinned at two corners, in wind) and
-# write out/demo.npz (positions per frame) and out/demo.json (per-frame report).
+# Main job: set up, then build the demo scene in real Blender (the bpy wheel, no display), bake
+# it with our solver through the add-on, render it with Cycles on the CPU and save it:
+# out/demo.blend, out/frames/frame_####.png, out/demo.gif, out/demo.json. Extra arguments go to
+# scripts/demo_blender.py (--width, --samples, --step, --out).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-mkdir -p out
-.venv/bin/python -m solver run examples/demo.toml --out out/demo.npz --report out/demo.json
-.venv/bin/python - <<'PY'
-import json
-r = json.load(open("out/demo.json"))
-t = r["totals"]
-print(f"demo: {r['frames_completed']} frames of {r['vertices']} vertices with the {r['model']} "
-      f"model in {t['wall_time_s']:.2f} s (median {1e3 * t['median_frame_s']:.1f} ms/frame), "
-      f"max strain {100 * t['max_strain']:.2f}% -> out/demo.npz, out/demo.json")
-PY
+.venv/bin/python scripts/demo_blender.py "$@"

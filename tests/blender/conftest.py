@@ -4,6 +4,7 @@ a scratch user directory, so the user's own Blender settings are never touched."
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -15,38 +16,39 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(ROOT / "scripts")]
 
-import dev_addon  # noqa: E402
+# pytest-blender's launcher runs in a Python without bpy and re-runs the session inside
+# `blender -b`; only there are the tests collected.
+IN_BLENDER = "bpy" in sys.modules or importlib.util.find_spec("bpy") is not None
+if not IN_BLENDER:
+    collect_ignore_glob = ["*"]
+else:
+    import dev_addon
 
-SCRATCH = Path(tempfile.mkdtemp(prefix="cloth_solver_tests_"))
-INSIDE_BLENDER_BINARY = "bpy" in sys.modules  # pytest-blender imported bpy before us
-if not INSIDE_BLENDER_BINARY:
-    dev_addon.scratch_user_resources(SCRATCH / "user")
-# Failed bakes raise (instead of ending Blender) while tests run inside `blender -b`.
-os.environ["CLOTH_SOLVER_NO_EXIT"] = "1"
+    SCRATCH = Path(tempfile.mkdtemp(prefix="cloth_solver_tests_"))
+    if "bpy" not in sys.modules:  # the bpy wheel: a scratch user directory before import
+        dev_addon.scratch_user_resources(SCRATCH / "user")
+    # Failed bakes raise (instead of ending Blender) while tests run inside `blender -b`.
+    os.environ["CLOTH_SOLVER_NO_EXIT"] = "1"
+    import bpy
 
-import bpy  # noqa: E402
+    MODULE = dev_addon.enable(SCRATCH)
 
-MODULE = dev_addon.enable(SCRATCH)
+    def pytest_report_header(config):
+        kind = "blender -b" if bpy.app.binary_path else "bpy wheel"
+        return (f"Blender {bpy.app.version_string} ({kind}), add-on {MODULE}, "
+                f"numba cache {os.environ.get('NUMBA_CACHE_DIR')}")
 
+    @pytest.fixture(autouse=True)
+    def empty_file():
+        """Every test starts from an empty file (the add-on stays enabled)."""
+        bpy.ops.wm.read_homefile(use_empty=True)
+        yield
 
-def pytest_report_header(config):
-    return (f"Blender {bpy.app.version_string} ({'blender -b' if bpy.app.binary_path else 'bpy wheel'}), "
-            f"add-on {MODULE}, numba cache {os.environ.get('NUMBA_CACHE_DIR')}")
+    @pytest.fixture
+    def addon_module():
+        return MODULE
 
-
-@pytest.fixture(autouse=True)
-def empty_file():
-    """Every test starts from an empty file (the add-on stays enabled)."""
-    bpy.ops.wm.read_homefile(use_empty=True)
-    yield
-
-
-@pytest.fixture
-def addon_module():
-    return MODULE
-
-
-@pytest.fixture
-def scratch_root():
-    """The scratch folder the add-on was enabled from (enable again from the same one)."""
-    return SCRATCH
+    @pytest.fixture
+    def scratch_root():
+        """The scratch folder the add-on was enabled from (enable again from the same one)."""
+        return SCRATCH

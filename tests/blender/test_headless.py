@@ -43,7 +43,7 @@ def _scene(tmp_path, pin_group="pins"):
     cam.location, cam.rotation_euler = (0, -3, 1), (1.4, 0, 0)
     scene.camera = cam
     scene.render.engine = "CYCLES"
-    scene.cycles.device, scene.cycles.samples = "CPU", 1
+    scene.cycles.device, scene.cycles.samples, scene.cycles.use_denoising = "CPU", 1, False
     scene.render.resolution_x = scene.render.resolution_y = 32
     scene.render.image_settings.file_format = "PNG"
     scene.render.filepath = str(tmp_path / "render_")

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Debian's blender (3.4, runs Debian's Python 3.11 with python3-numba/-scipy/-pytest) for the
+# `blender -b` tests, and a small launcher environment for pytest-blender (.venv-blender).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+command -v blender >/dev/null || need+=(blender)
+for pkg in python3-numba python3-scipy python3-pytest; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
+        echo "setup_debian_blender: please run: sudo apt-get install -y ${need[*]}" >&2
+        exit 1
+    fi
+    apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+PY=${PYTHON:-python3}
+if [ ! -x .venv-blender/bin/python ]; then
+    "$PY" -m venv .venv-blender
+fi
+.venv-blender/bin/python -m pip install --quiet --upgrade pip
+.venv-blender/bin/python -m pip install --quiet "pytest>=8" "pytest-blender==3.0.8"
