@@ -103,7 +103,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             if more:
                 return {"RUNNING_MODAL"}
             summary = job.finish()
-        except BakeError as err:
+        except (BakeError, ReferenceError) as err:  # ReferenceError: an object was deleted
             self._end(context)
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
