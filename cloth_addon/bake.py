@@ -77,8 +77,10 @@ class BakeSummary:
 
 
 def supports_multi_piece() -> bool:
-    """True once the solver simulates several ClothSetups in one SimulationSpec."""
-    return hasattr(Simulation, "piece_offsets")
+    """True once the solver simulates several ClothSetups in one SimulationSpec (it then gives
+    ``Simulation.piece_offsets``, as a property or set in ``__init__``)."""
+    return (hasattr(Simulation, "piece_offsets")
+            or "piece_offsets" in Simulation.__init__.__code__.co_names)
 
 
 def cloth_objects(scene) -> list:
