@@ -121,7 +121,11 @@ class MaterialParams:
         None, "1", "largest allowed edge strain (e.g. 0.05 = 5%); None = no limit",
         0.0, 10.0, exclusive_min=True, optional=True)
     thickness: float = _spec(
-        0.002, "m", "cloth thickness, used by collision handling", 0.0, 1.0)
+        0.002, "m", "cloth thickness: layers are kept this far apart, and the cloth's "
+        "mid-surface half of it (plus the collider's thickness) from colliders", 0.0, 1.0)
+    friction: float = _spec(
+        0.3, "1", "Coulomb friction coefficient between touching cloth layers (self-collision)",
+        0.0, 100.0)
     pin_stiffness: float = _spec(
         1.0e4, "N/m³", "goal-spring stiffness per unit vertex area for pin weights below 1",
         0.0, 1.0e12)

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from .collision.pipeline import CollisionHandler, CollisionStats
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .model import ClothModel, build_model
@@ -34,6 +35,11 @@ class FrameReport:
     kinetic_energy_j: float
     elastic_energy_j: float
     potential_energy_j: float
+    collision_pairs: int = 0            # proximity contacts + continuous collisions handled
+    impact_zones: int = 0               # rigid impact zones formed (the last-resort fail-safe)
+    deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/closed mesh
+    self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
+    collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
 
 
 @dataclass
@@ -70,6 +76,13 @@ class SimulationResult:
                 "median_frame_s": float(np.median(wall)) if wall else 0.0,
                 "worst_frame_s": float(max(wall)) if wall else 0.0,
                 "max_strain": max((f.max_strain for f in self.frames), default=0.0),
+                "collision_pairs": int(sum(f.collision_pairs for f in self.frames)),
+                "deepest_penetration_m": max((f.deepest_penetration_m for f in self.frames),
+                                             default=0.0),
+                "max_self_intersections": max((f.self_intersections for f in self.frames),
+                                              default=0),
+                "max_collider_crossings": max((f.collider_crossings for f in self.frames),
+                                              default=0),
                 "substeps": int(sum(f.substeps for f in self.frames)),
                 "iterations": int(sum(f.iterations for f in self.frames)),
             },
@@ -85,18 +98,28 @@ def pin_targets(spec: SimulationSpec, model: ClothModel) -> np.ndarray:
     return np.broadcast_to(rest, (spec.frames + 1,) + rest.shape)
 
 
-def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity) -> FrameReport:
-    """Measure the solver's state after a frame."""
+def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
+                 collider_state=None) -> FrameReport:
+    """Measure the solver's state after a frame (collider_state: the colliders at its end)."""
     m = solver.model
     strain = edge_strain(solver.x, m.edges, m.edge_rest_length)
     solver.system.internal(solver.x, solver.v)
+    extra = {}
+    if solver.collisions is not None and collider_state is not None:
+        checks = solver.collisions.report(solver.x, collider_state)
+        stats = solver.collision_stats
+        extra = dict(collision_pairs=stats.contacts + stats.collisions,
+                     impact_zones=stats.impact_zones,
+                     deepest_penetration_m=checks.deepest_penetration_m,
+                     self_intersections=checks.self_intersections,
+                     collider_crossings=checks.collider_crossings)
     return FrameReport(
         frame=frame, wall_time_s=wall, substeps=info.substeps, iterations=info.iterations,
         max_strain=float(strain.max()) if len(strain) else 0.0,
         mean_strain=float(np.mean(np.abs(strain))) if len(strain) else 0.0,
         kinetic_energy_j=kinetic_energy(m.mass, solver.v),
         elastic_energy_j=solver.system.elastic_energy(),
-        potential_energy_j=potential_energy(m.mass, solver.x, gravity))
+        potential_energy_j=potential_energy(m.mass, solver.x, gravity), **extra)
 
 
 class Simulation:
@@ -113,6 +136,9 @@ class Simulation:
         self.spec = spec
         self.model = build_model(spec.cloth)
         self.solver = make_solver(self.model, spec.settings, spec.gravity)
+        self.solver.collisions = CollisionHandler(self.model, spec.colliders,
+                                                  spec.settings.self_collision, spec.fps,
+                                                  spec.frames)
         self._targets = pin_targets(spec, self.model)
         self._hard = self.model.pin_weights >= 1.0
         self._positions = np.empty((spec.frames + 1, self.model.vertex_count, 3))
@@ -139,7 +165,10 @@ class Simulation:
         dt = 1.0 / self.spec.fps
         t = (f - 1) * dt
         tg, hard = self._targets, self._hard
-        ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard])
+        colliders = self.solver.collisions.colliders.frame(f)
+        ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
+                          colliders)
+        self.solver.collision_stats = CollisionStats()
         wind = wind_field(self.spec.wind, self.solver.x, t)
         start = time.perf_counter()
         try:
@@ -151,7 +180,7 @@ class Simulation:
             return None
         wall = time.perf_counter() - start
         self._positions[f] = self.solver.x
-        rep = frame_report(f, wall, self.solver, info, self.spec.gravity)
+        rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
         return rep

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..collision.colliders import ColliderFrame
+from ..collision.constraints import ContactSet
+from ..collision.pipeline import CollisionHandler, CollisionStats
 from ..model import ClothModel
 from ..params import SolverSettings
 from ..strain_limit import apply_strain_limit, tethers
@@ -22,12 +25,14 @@ class FrameTargets:
     Attributes:
         hard0, hard1: (Ph, 3) positions of hard-pinned vertices.
         soft0, soft1: (Ps, 3) goal positions of soft pins.
+        colliders: collider states at the start and end of the frame (None: no colliders).
     """
 
     hard0: np.ndarray
     hard1: np.ndarray
     soft0: np.ndarray
     soft1: np.ndarray
+    colliders: "ColliderFrame | None" = None  # collider states at the start and end
 
     def at(self, s: float) -> tuple[np.ndarray, np.ndarray]:
         """Linearly interpolated (hard, soft) targets at fraction s in [0, 1] of the frame."""
@@ -64,6 +69,33 @@ class ClothSolver:
         # vertices that never move under forces: hard pins and massless (loose) vertices
         self.fixed = np.nonzero(~free)[0]
         self._tethers = None  # built on first use of the strain limit
+        self.collisions: CollisionHandler | None = None  # set by the simulation
+        self.collision_stats = CollisionStats()  # summed since the last reset
+        self._contacts: ContactSet | None = None  # collider contacts of the current step
+
+    def _predict_contacts(self, h: float, targets: FrameTargets, s0: float, s1: float) -> None:
+        """Find the collider contacts an implicit step over fractions s0 → s1 of the frame
+        should enforce as constraints (collision/constraints.py) into self._contacts."""
+        c = self.collisions
+        self._contacts = None
+        if c is None or not (c.colliders.has_analytic or c.colliders.has_mesh):
+            return
+        frame = targets.colliders if targets.colliders is not None else c.colliders.frame(1)
+        found = c.contact_constraints(self.x, self.v + h * self.gravity, self.inv_mass, h,
+                                      frame.at(s0), frame.at(s1))
+        self._contacts = found if len(found) else None
+
+    def _resolve_collisions(self, x_start: np.ndarray, h: float, targets: FrameTargets,
+                            s0: float, s1: float) -> bool:
+        """Make the step x_start → self.x (fractions s0 → s1 of the frame) collision-free;
+        called last in every substep. Returns True if positions changed."""
+        c = self.collisions
+        if c is None or not c.active:
+            return False
+        frame = targets.colliders if targets.colliders is not None else c.colliders.frame(1)
+        stats = c.resolve(x_start, self.x, self.v, self.inv_mass, h, frame.at(s0), frame.at(s1))
+        self.collision_stats.add(stats)
+        return stats.contacts + stats.collisions > 0
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:

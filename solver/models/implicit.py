@@ -79,12 +79,15 @@ class ImplicitSolver(ClothSolver):
         iters = 0
         for k in range(n):
             hard, soft = targets.at((k + 1) / n)
+            x_start = self.x.copy()
             if self.settings.settle:
                 iters += self._settle_step(h, hard, soft, wind)
             else:
+                self._predict_contacts(h, targets, k / n, (k + 1) / n)
                 iters += self._dynamic_step(h, hard, soft, wind, (targets.hard1 - targets.hard0)
                                             / frame_dt)
             iters += self._limit_strain(h) if not self.settings.settle else 0
+            self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
         self.check_finite()
         return StepInfo(substeps=n, iterations=iters)
 
@@ -110,6 +113,9 @@ class ImplicitSolver(ClothSolver):
         target[m.hard_pins] = hard
         v1 = v0.copy()
         v1[fx] = (target[fx] - base_x[fx]) / h  # fixed vertices land exactly on their targets
+        contacts = self._contacts  # collider contacts: normal velocity prescribed like pins
+        if contacts is not None:
+            contacts.constrain(self.filt, v1)
         iters = 0
         free_w = np.where(self.inv_mass > 0, self.inv_mass, 0.0)[:, None]
 
@@ -122,7 +128,8 @@ class ImplicitSolver(ClothSolver):
             """h·(f(x₁, v) + λ·f₋₁) − M(v − ṽ), and its M⁻¹-weighted squared norm."""
             s.evaluate(base_x + h * v, v, self.gravity, wind, soft)
             r = h * (s.force + f_prev) - M * (v - v_tilde)
-            return r, float(np.sum(free_w * r * r))
+            rf = r if contacts is None else contacts.tangential(r)  # reactions are not errors
+            return r, float(np.sum(free_w * rf * rf))
 
         res, norm = residual(v1)
         for _ in range(st.newton_iterations):
@@ -144,6 +151,8 @@ class ImplicitSolver(ClothSolver):
             if np.max(np.abs(self.dv)) * alpha * h <= st.newton_tolerance * self._shortest_edge:
                 break
         self.dv[:] = 0.0  # next step's Newton correction starts from zero
+        if contacts is not None:
+            contacts.release(self.filt, v1, res, m.mass)  # and friction from the reactions
         self.x_prev, self.v_prev = x0, v0
         self.x = base_x + h * v1
         self.v = v1

@@ -126,11 +126,13 @@ class MassSpringSolver(ClothSolver):
                 "rk4": self._rk4}[self.settings.integrator]
         for k in range(n):
             _, soft = targets.at((k + 1) / n)
+            x_start = self.x.copy()
             step(h, wind, soft)
             hard, _ = targets.at((k + 1) / n)
             self._pin(hard, pin_vel)
             limited = self._limit_strain(h)
-            if limited:
+            collided = self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
+            if limited or collided:
                 self._accel = None  # positions moved: the cached Verlet acceleration is stale
             passes += limited
         self.check_finite()

@@ -1,0 +1,223 @@
+"""Exact tests over candidate triangle pairs: proximity contacts and continuous collisions.
+
+All points live in one array: cloth vertices first, then the vertices of mesh colliders (their
+inverse mass is 0). For each candidate triangle pair the features the two triangles own (see
+features.py) are paired: vertex–face both ways and edge–edge, skipping features that share a
+vertex. Each test produces a contact record:
+
+    idx (4,) int: point indices, VERTEX_FACE (vertex, face corners) or EDGE_EDGE (edge, edge);
+    rec (RECORD,) float: weights w (4) with Σ w·x = vector from the second primitive to the
+        first, unit normal n (3), separation d0 = n·Σ w·x0 at the start [m], required gap [m],
+        friction coefficient, and the velocity of the other side U (3) [m/s] (zero here: a mesh
+        collider's motion is in its vertices' velocities).
+
+PROXIMITY (Bridson's repulsion stage): pairs closer than their contact distance at the start,
+or predicted to end closer along the start normal, ask for that distance at the end of the step.
+CONTINUOUS: pairs that touch (within a tolerance) during the linear motion x0 → x1 ask for a
+small positive gap along the normal of the first touch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit, prange
+from .ccd import EDGE_EDGE, VERTEX_FACE, contact_normal, first_contact, gap
+from .vector import load
+
+PROXIMITY = 0
+CONTINUOUS = 1
+
+# record layout
+W0, NX, D0, GAP, MU, UX = 0, 4, 7, 8, 9, 10
+RECORD = 13
+
+_CHUNKS = 64
+MIN_DISTANCE = 1e-6   # [m] smallest contact distance and CCD tolerance (float64 at metre scale)
+
+
+def ccd_tolerance(contact_distance):
+    """Distance [m] at which the continuous test reports a touch: a tenth of the contact
+    distance, at least MIN_DISTANCE. After a collision the pair is sent to twice this."""
+    return np.maximum(0.1 * contact_distance, MIN_DISTANCE)
+
+
+@njit(inline="always")
+def _pair_params(i0, i1, i2, i3, group, self_gap, self_mu, group_gap, group_mu):
+    g = max(group[i0], group[i1], group[i2], group[i3])
+    if g < 0:
+        return self_gap, self_mu
+    return group_gap[g], group_mu[g]
+
+
+@njit(inline="always")
+def _boxes_apart(x0, x1, i0, i1, i2, i3, split, pad):
+    """True if the swept boxes of points i0..i(split-1) and the rest are more than pad apart."""
+    for r in range(3):
+        alo = np.inf
+        ahi = -np.inf
+        blo = np.inf
+        bhi = -np.inf
+        for k in range(4):
+            i = i0 if k == 0 else (i1 if k == 1 else (i2 if k == 2 else i3))
+            lo = min(x0[i, r], x1[i, r])
+            hi = max(x0[i, r], x1[i, r])
+            if k < split:
+                alo = min(alo, lo)
+                ahi = max(ahi, hi)
+            else:
+                blo = min(blo, lo)
+                bhi = max(bhi, hi)
+        if alo > bhi + pad or blo > ahi + pad:
+            return True
+    return False
+
+
+@njit
+def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu, group_gap,
+          group_mu, h_out):
+    """One feature pair; writes the record into h_out (RECORD,) and returns True on a contact."""
+    if inv_mass[i0] + inv_mass[i1] + inv_mass[i2] + inv_mass[i3] <= 0.0:
+        return False  # nothing here can move
+    dist, mu = _pair_params(i0, i1, i2, i3, group, self_gap, self_mu, group_gap, group_mu)
+    tol = max(0.1 * dist, MIN_DISTANCE)
+    split = 1 if kind == VERTEX_FACE else 2
+    pad = dist if mode == PROXIMITY else tol
+    if _boxes_apart(x0, x1, i0, i1, i2, i3, split, pad):
+        return False
+    a0, b0, c0, d0 = load(x0, i0), load(x0, i1), load(x0, i2), load(x0, i3)
+    a1, b1, c1, d1 = load(x1, i0), load(x1, i1), load(x1, i2), load(x1, i3)
+    if mode == PROXIMITY:
+        d2, w0, w1, w2, w3 = gap(kind, 0.0, a0, b0, c0, d0, a1, b1, c1, d1)
+        sep = np.sqrt(d2)
+        if sep > 1e-3 * tol:
+            nx = (w0 * a0[0] + w1 * b0[0] + w2 * c0[0] + w3 * d0[0]) / sep
+            ny = (w0 * a0[1] + w1 * b0[1] + w2 * c0[1] + w3 * d0[1]) / sep
+            nz = (w0 * a0[2] + w1 * b0[2] + w2 * c0[2] + w3 * d0[2]) / sep
+        else:
+            nx, ny, nz = contact_normal(kind, 0.0, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1,
+                                        d1, tol)
+        want = dist
+    else:
+        t, w0, w1, w2, w3, nx, ny, nz = first_contact(kind, a0, b0, c0, d0, a1, b1, c1, d1, tol)
+        if t < 0.0:
+            return False
+        want = 2.0 * tol
+    s0 = (nx * (w0 * a0[0] + w1 * b0[0] + w2 * c0[0] + w3 * d0[0])
+          + ny * (w0 * a0[1] + w1 * b0[1] + w2 * c0[1] + w3 * d0[1])
+          + nz * (w0 * a0[2] + w1 * b0[2] + w2 * c0[2] + w3 * d0[2]))
+    s1 = (nx * (w0 * a1[0] + w1 * b1[0] + w2 * c1[0] + w3 * d1[0])
+          + ny * (w0 * a1[1] + w1 * b1[1] + w2 * c1[1] + w3 * d1[1])
+          + nz * (w0 * a1[2] + w1 * b1[2] + w2 * c1[2] + w3 * d1[2]))
+    if s1 >= want:
+        return False  # already ends far enough apart along the normal
+    h_out[0], h_out[1], h_out[2], h_out[3] = w0, w1, w2, w3
+    h_out[4], h_out[5], h_out[6] = nx, ny, nz
+    h_out[D0] = s0
+    h_out[GAP] = want
+    h_out[MU] = mu
+    h_out[10] = h_out[11] = h_out[12] = 0.0
+    return True
+
+
+@njit(parallel=True)
+def _collect(mode, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group, self_gap,
+             self_mu, group_gap, group_mu, cap, out_i, out_f, counts):
+    P = pairs.shape[0]
+    per = (P + _CHUNKS - 1) // _CHUNKS
+    for c in prange(_CHUNKS):
+        rec = np.empty(RECORD)
+        n = 0
+        base = c * cap
+        for p in range(c * per, min(P, (c + 1) * per)):
+            A, B = pairs[p, 0], pairs[p, 1]
+            for side in range(2):
+                S, F = (A, B) if side == 0 else (B, A)
+                f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
+                for k in range(3):
+                    v = own_v[S, k]
+                    if v < 0 or v == f0 or v == f1 or v == f2:
+                        continue
+                    if _test(mode, VERTEX_FACE, v, f0, f1, f2, x0, x1, inv_mass, group,
+                             self_gap, self_mu, group_gap, group_mu, rec):
+                        if n < cap:
+                            out_i[base + n, 0], out_i[base + n, 1] = v, f0
+                            out_i[base + n, 2], out_i[base + n, 3] = f1, f2
+                            out_f[base + n] = rec
+                        n += 1
+            for k in range(3):
+                e = own_e[A, k]
+                if e < 0:
+                    continue
+                p0, p1 = edges[e, 0], edges[e, 1]
+                for l in range(3):
+                    g = own_e[B, l]
+                    if g < 0:
+                        continue
+                    q0, q1 = edges[g, 0], edges[g, 1]
+                    if p0 == q0 or p0 == q1 or p1 == q0 or p1 == q1:
+                        continue
+                    if _test(mode, EDGE_EDGE, p0, p1, q0, q1, x0, x1, inv_mass, group,
+                             self_gap, self_mu, group_gap, group_mu, rec):
+                        if n < cap:
+                            out_i[base + n, 0], out_i[base + n, 1] = p0, p1
+                            out_i[base + n, 2], out_i[base + n, 3] = q0, q1
+                            out_f[base + n] = rec
+                        n += 1
+        counts[c] = n
+
+
+@njit
+def _compact(out_i, out_f, counts, cap):
+    total = 0
+    for c in range(counts.shape[0]):
+        total += counts[c]
+    ri = np.empty((total, 4), np.int64)
+    rf = np.empty((total, RECORD))
+    k = 0
+    for c in range(counts.shape[0]):
+        for i in range(counts[c]):
+            ri[k] = out_i[c * cap + i]
+            rf[k] = out_f[c * cap + i]
+            k += 1
+    return ri, rf
+
+
+class PairTester:
+    """Runs the proximity or continuous tests over candidate triangle pairs.
+
+    Args:
+        tris, own_vertices, own_edges, edges: the combined mesh's features (features.py).
+        group: per point, −1 for cloth, else the index of its mesh collider, (N,).
+        self_gap, self_mu: contact distance [m] and friction between cloth layers.
+        group_gap, group_mu: the same between the cloth and each mesh collider, (G,).
+    """
+
+    def __init__(self, tris, own_vertices, own_edges, edges, group, self_gap, self_mu,
+                 group_gap, group_mu):
+        self.tris, self.own_v, self.own_e, self.edges = tris, own_vertices, own_edges, edges
+        self.group = group
+        self.self_gap, self.self_mu = float(self_gap), float(self_mu)
+        self.group_gap = np.ascontiguousarray(group_gap, dtype=np.float64).reshape(-1)
+        self.group_mu = np.ascontiguousarray(group_mu, dtype=np.float64).reshape(-1)
+        if len(self.group_gap) == 0:  # numba needs a typed array even when empty
+            self.group_gap = np.zeros(1)
+            self.group_mu = np.zeros(1)
+        self._cap = 64
+
+    def run(self, mode: int, pairs: np.ndarray, x0: np.ndarray, x1: np.ndarray,
+            inv_mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Contacts (idx (K, 4), records (K, RECORD)) among the candidate triangle pairs."""
+        if len(pairs) == 0:
+            return np.zeros((0, 4), np.int64), np.zeros((0, RECORD))
+        counts = np.zeros(_CHUNKS, np.int64)
+        while True:
+            out_i = np.empty((_CHUNKS * self._cap, 4), np.int64)
+            out_f = np.empty((_CHUNKS * self._cap, RECORD))
+            _collect(mode, pairs, self.tris, self.own_v, self.own_e, self.edges, x0, x1,
+                     inv_mass, self.group, self.self_gap, self.self_mu, self.group_gap,
+                     self.group_mu, self._cap, out_i, out_f, counts)
+            need = int(counts.max())
+            if need <= self._cap:
+                return _compact(out_i, out_f, counts, self._cap)
+            self._cap = int(need * 1.5) + 16

@@ -1,0 +1,265 @@
+"""The collision pipeline run after every step of every model (Bridson et al. 2002; digest R5).
+
+A step is the straight path of every vertex from x0 to x1 = x0 + h·u; colliders move in
+straight lines between their states at the start and end of the step. The pipeline edits u
+(and the end velocity v1) until that path is free of collisions:
+
+1. proximity: cloth vertices near spheres and planes, and vertex–face / edge–edge pairs near
+   mesh colliders or other cloth (self-collision) that would end closer than their contact
+   distance are pushed apart, with friction (response.py, analytic.py);
+2. continuous collisions: pairs that still touch during the step (ccd.py) get impulses that
+   leave a small gap; detection repeats on the corrected path until nothing touches;
+3. rigid impact zones if that does not settle within a few rounds (impact_zones.py).
+
+Then x1 = x0 + h·u. Hard-pinned vertices never move; collider points have infinite mass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model import ClothModel
+from ..spec import Collider
+from .analytic import predicted_contacts, sphere_faces, vertex_contacts
+from .bvh import TriangleTree
+from .colliders import ColliderSet, ColliderState
+from .constraints import ContactSet, merge_deepest
+from .features import mesh_features
+from .impact_zones import ImpactZones
+from .intersections import RAY, analytic_depth, count_intersecting_pairs, mesh_depth
+from .narrow_phase import CONTINUOUS, D0, GAP, MU, NX, PROXIMITY, PairTester
+from .response import apply_contacts
+
+PROXIMITY_PASSES = 4    # Gauss–Seidel sweeps over the proximity contacts
+CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take over
+ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
+ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
+
+
+@dataclass
+class CollisionStats:
+    """What the collision pipeline did over some steps (summed by ``add``).
+
+    Attributes:
+        contacts: proximity contacts handled (vertex–collider, vertex–face, edge–edge).
+        collisions: continuous collisions handled.
+        impact_zones: rigid zones formed.
+        unresolved: collisions left when the step gave up (should stay 0).
+    """
+
+    contacts: int = 0
+    collisions: int = 0
+    impact_zones: int = 0
+    unresolved: int = 0
+
+    def add(self, other: "CollisionStats") -> None:
+        self.contacts += other.contacts
+        self.collisions += other.collisions
+        self.impact_zones += other.impact_zones
+        self.unresolved += other.unresolved
+
+
+@dataclass(frozen=True)
+class IntersectionReport:
+    """Independent checks of a state (intersections.py).
+
+    Attributes:
+        deepest_penetration_m: deepest cloth vertex inside a sphere, behind a plane or inside
+            a closed collider mesh [m].
+        self_intersections: intersecting pairs of cloth triangles that share no vertex.
+        collider_crossings: intersecting (cloth triangle, collider triangle) pairs.
+    """
+
+    deepest_penetration_m: float
+    self_intersections: int
+    collider_crossings: int
+
+
+class CollisionHandler:
+    """Collisions of one cloth with its colliders and itself.
+
+    Args:
+        model: the cloth.
+        colliders: the spec's colliders.
+        self_collision: also keep the cloth from passing through itself.
+        fps, frames: for the colliders' motion.
+    """
+
+    def __init__(self, model: ClothModel, colliders: tuple[Collider, ...], self_collision: bool,
+                 fps: float, frames: int):
+        m = model.material
+        self.model = model
+        self.self_collision = bool(self_collision)
+        self.colliders = ColliderSet(colliders, m.thickness, fps, frames)
+        c = self.colliders
+        V = model.vertex_count
+        self.V = V
+        Vc = c.mesh_vertex_count
+        tris = np.concatenate([model.triangles, c.mesh_tris + V]).astype(np.int64)
+        self.T = len(model.triangles)
+        self.features = mesh_features(tris, V + Vc)
+        f = self.features
+        self.group = np.concatenate([np.full(V, -1, np.int64), c.mesh_group])
+        self.mass = np.concatenate([model.mass, np.zeros(Vc)])
+        self.tester = PairTester(f.tris, f.own_vertices, f.own_edges, f.edges, self.group,
+                                 m.thickness, m.friction, c.mesh_gap, c.mesh_mu)
+        self.cloth_tree = TriangleTree(model.triangles, model.rest_positions)
+        rest = c.state(0).mesh_positions
+        self.collider_tree = TriangleTree(c.mesh_tris, rest)
+        self._cloth_pad = np.full(self.T, 0.5 * m.thickness)
+        self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
+            if c.has_mesh else np.zeros(0)
+        self._contact = np.zeros(V, np.int64)
+
+    @property
+    def active(self) -> bool:
+        """False when there is nothing to collide with."""
+        return self.self_collision or self.colliders.has_mesh or self.colliders.has_analytic
+
+    def resolve(self, x0: np.ndarray, x1: np.ndarray, v1: np.ndarray, inv_mass: np.ndarray,
+                h: float, c0: ColliderState, c1: ColliderState) -> CollisionStats:
+        """Make the step x0 → x1 collision-free, in place on x1 and v1.
+
+        Args:
+            x0, x1: cloth positions at the start and end of the step [m], (V, 3).
+            v1: cloth velocities at the end of the step [m/s], (V, 3).
+            inv_mass: (V,) [1/kg]; 0 for vertices that must not move (hard pins).
+            h: step [s]. c0, c1: collider states at the start and end of the step.
+        """
+        stats = CollisionStats()
+        if not self.active:
+            return stats
+        V = self.V
+        P0 = np.concatenate([x0, c0.mesh_positions])
+        U = np.concatenate([(x1 - x0) / h, (c1.mesh_positions - c0.mesh_positions) / h])
+        W = np.concatenate([v1, U[V:]])
+        im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
+        meshy = self.self_collision or self.colliders.has_mesh
+
+        # 1. proximity
+        stats.contacts += self._analytic(x0, U[:V], W[:V], inv_mass, h, c0, c1, 1.0, 3)
+        if meshy:
+            idx, rec = self._detect(PROXIMITY, P0, U, im, h)
+            stats.contacts += len(idx)
+            if len(idx):
+                apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES)
+
+        # 2. continuous collisions, then 3. impact zones
+        zones = None
+        for rnd in range(CCD_ROUNDS + ZONE_ROUNDS):
+            hits = 0
+            if meshy:
+                idx, rec = self._detect(CONTINUOUS, P0, U, im, h)
+                hits = len(idx)
+                stats.collisions += hits
+                if hits and rnd < CCD_ROUNDS:
+                    apply_contacts(idx, rec, U, W, im, h, 1)
+                elif hits:
+                    if zones is None:
+                        zones = ImpactZones(len(P0))
+                    zones.merge(idx, rec[:, :4])
+                    stats.impact_zones = zones.apply(P0, U, W, self.mass, im)
+            pushed = self._analytic(x0, U[:V], W[:V], inv_mass, h, c0, c1, ANALYTIC_CCD_GAP, 2)
+            if hits == 0 and pushed == 0:
+                break
+        else:
+            stats.unresolved = hits
+        x1[:] = x0 + h * U[:V]
+        v1[:] = W[:V]
+        return stats
+
+    def _analytic(self, x0, u, v1, inv_mass, h, c0, c1, gap_scale, passes) -> int:
+        c = self.colliders
+        if not c.has_analytic:
+            return 0
+        vertex_contacts(x0, u, v1, inv_mass, h, c0.sphere_centers, c1.sphere_centers,
+                        c.sphere_radius, c.sphere_gap, c.sphere_mu, c0.plane_points,
+                        c1.plane_points, c.plane_normal, c.plane_gap, c.plane_mu, gap_scale,
+                        passes, self._contact)
+        n = int(self._contact.sum())
+        n += sphere_faces(self.model.triangles, x0, u, v1, inv_mass, h, c1.sphere_centers,
+                          c.sphere_radius)
+        return n
+
+    def contact_constraints(self, x0: np.ndarray, v_pred: np.ndarray, inv_mass: np.ndarray,
+                            h: float, c0: ColliderState, c1: ColliderState) -> ContactSet:
+        """Cloth vertices predicted to reach a collider this step, one contact each (the
+        deepest), for the implicit solve (constraints.py).
+
+        Args:
+            x0: positions (V, 3) [m]; v_pred: predicted velocities (V, 3) [m/s].
+            inv_mass: (V,); h: step [s]; c0, c1: collider states at the start and end.
+        """
+        c = self.colliders
+        V = self.V
+        groups = []
+        if c.has_analytic:
+            best = np.empty(V)
+            normal = np.zeros((V, 3))
+            vel = np.zeros(V)
+            surf = np.zeros((V, 3))
+            fric = np.zeros(V)
+            predicted_contacts(x0, v_pred, inv_mass, h, c0.sphere_centers, c1.sphere_centers,
+                               c.sphere_radius, c.sphere_gap, c.sphere_mu, c0.plane_points,
+                               c1.plane_points, c.plane_normal, c.plane_gap, c.plane_mu, best,
+                               normal, vel, surf, fric)
+            i = np.nonzero(best < 0.0)[0]
+            groups.append((i, best[i], normal[i], vel[i], surf[i], fric[i]))
+        if c.has_mesh:
+            P0 = np.concatenate([x0, c0.mesh_positions])
+            U = np.concatenate([v_pred, (c1.mesh_positions - c0.mesh_positions) / h])
+            im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
+            idx, rec = self._detect(PROXIMITY, P0, U, im, h, with_self=False)
+            keep = (idx[:, 0] < V) & (idx[:, 1] >= V)  # cloth vertex against a collider face
+            idx, rec = idx[keep], rec[keep]
+            n = rec[:, NX:NX + 3]
+            w = rec[:, :4]
+            surface = -np.einsum("kj,kjd->kd", w[:, 1:], U[idx[:, 1:]])
+            rel = U[idx[:, 0]] - surface
+            margin = rec[:, D0] + h * np.sum(rel * n, axis=1) - rec[:, GAP]
+            target = (rec[:, GAP] - rec[:, D0]) / h + np.sum(surface * n, axis=1)
+            groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
+        return merge_deepest(groups)
+
+    def _detect(self, mode, P0, U, im, h, with_self=True):
+        """Contacts (PROXIMITY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U."""
+        P1 = P0 + h * U
+        V = self.V
+        self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad)
+        pairs = []
+        if self.self_collision and with_self:
+            pairs.append(self.cloth_tree.self_pairs())
+        if self.colliders.has_mesh:
+            self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad)
+            cross = self.cloth_tree.pairs_with(self.collider_tree)
+            cross[:, 1] += self.T
+            pairs.append(cross)
+        pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
+        return self.tester.run(mode, pairs, P0, P1, im)
+
+    def report(self, x: np.ndarray, state: ColliderState) -> IntersectionReport:
+        """Independent intersection checks of cloth positions x [m] (V, 3) against itself and
+        the colliders in ``state``."""
+        c = self.colliders
+        depth = analytic_depth(x, state.sphere_centers, c.sphere_radius, state.plane_points,
+                               c.plane_normal) if c.has_analytic else 0.0
+        zero = np.zeros(self.T)
+        self.cloth_tree.refit(x, x, zero)
+        tris = self.model.triangles
+        pairs = self.cloth_tree.self_pairs()
+        selfx = count_intersecting_pairs(pairs, tris, tris, x, x, True) if len(pairs) else 0
+        crossings = 0
+        if c.has_mesh:
+            X = state.mesh_positions
+            self.collider_tree.refit(X, X, np.zeros(len(c.mesh_tris)))
+            pairs = self.cloth_tree.pairs_with(self.collider_tree)
+            if len(pairs):
+                crossings = count_intersecting_pairs(pairs, tris, c.mesh_tris, x, X, False)
+            t = self.collider_tree
+            if c.mesh_closed.any():
+                depth = max(depth, mesh_depth(x, X, c.mesh_tris, c.mesh_group[c.mesh_tris[:, 0]],
+                                              c.mesh_closed, RAY, t.left, t.right, t.first,
+                                              t.order, t.lo, t.hi))
+        return IntersectionReport(float(depth), int(selfx), int(crossings))
