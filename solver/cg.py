@@ -2,11 +2,12 @@
 
 Solves A·Δv = b where each vertex i may have its velocity change prescribed along some
 directions: ``S_i`` (3x3) projects onto the free directions (I: free, 0: pinned, I - n nᵀ: held
-along n) and ``z`` holds the prescribed part. The preconditioner is block Jacobi, applied as a
-*division* by the diagonal blocks (the seeds' "P_ii = 1/A_ii" wording must not be copied
-literally; see the digest, errata 4).
+along n) and ``z`` holds the prescribed part. The preconditioner is a
+sparse LU of an earlier system matrix (preconditioner.py); the seeds' block-Jacobi choice
+needs hundreds of iterations on stiff cloth (and their "P_ii = 1/A_ii" wording must not be
+copied literally; see the digest, errata 4).
 
-Dot products are summed in fixed chunks so the result does not depend on the thread count.
+Dot products and norms are summed in fixed chunks so the result does not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -45,14 +46,6 @@ def apply_blocks(m, x, out):
 
 
 @njit(parallel=True)
-def invert_diagonal_blocks(blocks, diag, filt, out):
-    """Block-Jacobi preconditioner: out[i] = S_i · inv(A_ii) · S_i (0 where fully pinned)."""
-    for i in prange(diag.shape[0]):
-        a = blocks[diag[i]]
-        out[i] = filt[i] @ np.linalg.inv(a) @ filt[i]
-
-
-@njit(parallel=True)
 def _axpy(alpha, x, y):
     """y += alpha * x."""
     for i in prange(x.shape[0]):
@@ -68,52 +61,81 @@ def _xpby(x, beta, y):
             y[i, r] = x[i, r] + beta * y[i, r]
 
 
-@njit
-def mpcg(row_ptr, col, blocks, diag, b, filt, z, tol, max_iter, x):
-    """Filtered PCG for A·x = b with x's constrained part fixed to z.
+@njit(parallel=True)
+def filter_with_prescribed(filt, x, z, out):
+    """out = S·x + (I − S)·z per vertex: x on the free directions, z on the constrained ones."""
+    for i in prange(x.shape[0]):
+        for r in range(3):
+            sx = filt[i, r, 0] * x[i, 0] + filt[i, r, 1] * x[i, 1] + filt[i, r, 2] * x[i, 2]
+            sz = filt[i, r, 0] * z[i, 0] + filt[i, r, 1] * z[i, 1] + filt[i, r, 2] * z[i, 2]
+            out[i, r] = sx + z[i, r] - sz
+
+
+@njit(parallel=True)
+def filtered_residual(filt, b, ax, out):
+    """out = S·(b − A·x) per vertex, given ax = A·x."""
+    for i in prange(b.shape[0]):
+        d0, d1, d2 = b[i, 0] - ax[i, 0], b[i, 1] - ax[i, 1], b[i, 2] - ax[i, 2]
+        for r in range(3):
+            out[i, r] = filt[i, r, 0] * d0 + filt[i, r, 1] * d1 + filt[i, r, 2] * d2
+
+
+@njit(parallel=True)
+def weighted_norm2(w, r):
+    """Σ w_i·|r_i|² over (V, 3) r with per-vertex weights w (V,), summed deterministically."""
+    n = r.shape[0]
+    nchunk = (n + _CHUNK - 1) // _CHUNK
+    part = np.zeros(nchunk)
+    for c in prange(nchunk):
+        acc = 0.0
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            acc += w[i] * (r[i, 0] * r[i, 0] + r[i, 1] * r[i, 1] + r[i, 2] * r[i, 2])
+        part[c] = acc
+    total = 0.0
+    for c in range(nchunk):
+        total += part[c]
+    return total
+
+
+def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x):
+    """Filtered PCG for A·x = b with x's constrained part fixed to z (Baraff & Witkin's MPCG).
 
     Args:
-        row_ptr, col, blocks: the block-CSR matrix A (symmetric positive definite on the free
-            subspace).
-        diag: slot of each vertex's diagonal block, (V,).
+        asm: pattern of A (row_ptr, col); blocks (nnzb, 3, 3) its values, symmetric positive
+            definite on the free subspace.
         b: right-hand side, (V, 3).
         filt: per-vertex filters S_i, (V, 3, 3).
         z: prescribed values on the constrained directions, (V, 3).
-        tol: stop when the preconditioned residual norm falls below tol times its initial value.
+        precond: object with ``apply(r, out)``, an SPD approximation of A⁻¹ (the filter is
+            applied around it here).
+        weights: (V,) weights of the residual norm that decides convergence (e.g. 1/mass).
+            It is checked right after each update, before preconditioning the new residual, so
+            a solve that converges in one iteration costs one preconditioner application.
+        tol: stop when the weighted residual norm falls below tol times its initial value.
         max_iter: iteration cap.
-        x: in: initial guess for the free directions (e.g. the previous step's solution, a warm
-            start); out: the solution, (V, 3).
+        x: in: initial guess for the free directions (a warm start); out: the solution, (V, 3).
 
     Returns:
         (iterations, relative residual reached).
     """
-    n = b.shape[0]
-    pinv = np.empty((n, 3, 3))
-    invert_diagonal_blocks(blocks, diag, filt, pinv)
     tmp = np.empty_like(b)
-    apply_blocks(filt, x, tmp)  # keep the guess on free directions, z on constrained ones
-    for i in range(n):
-        for r_ in range(3):
-            x[i, r_] = tmp[i, r_] + z[i, r_] - (filt[i, r_, 0] * z[i, 0] + filt[i, r_, 1] * z[i, 1]
-                                               + filt[i, r_, 2] * z[i, 2])
+    filter_with_prescribed(filt, x.copy(), z, x)
+    bsr_matvec(asm.row_ptr, asm.col, blocks, x, tmp)
     r = np.empty_like(b)
-    bsr_matvec(row_ptr, col, blocks, x, tmp)
-    apply_blocks(filt, b - tmp, r)
-    fb = np.empty_like(b)
-    apply_blocks(filt, b, fb)
-    pfb = np.empty_like(b)
-    apply_blocks(pinv, fb, pfb)
-    delta0 = dot3(fb, pfb)
-    c = np.empty_like(b)
-    apply_blocks(pinv, r, c)
-    delta = dot3(r, c)
-    if delta0 <= 0.0:
+    filtered_residual(filt, b, tmp, r)
+    rr0 = weighted_norm2(weights, r)
+    if rr0 <= 0.0:
         return 0, 0.0
-    q = np.empty_like(b)
     s = np.empty_like(b)
+    c = np.empty_like(b)
+    q = np.empty_like(b)
+    precond.apply(r, tmp)
+    apply_blocks(filt, tmp, c)
+    delta = dot3(r, c)
+    rr = rr0
     it = 0
-    while it < max_iter and delta > tol * tol * delta0:
-        bsr_matvec(row_ptr, col, blocks, c, tmp)
+    while it < max_iter and delta > 0.0:
+        bsr_matvec(asm.row_ptr, asm.col, blocks, c, tmp)
         apply_blocks(filt, tmp, q)
         cq = dot3(c, q)
         if cq <= 0.0:  # lost definiteness (should not happen with clamped Hessians)
@@ -121,11 +143,15 @@ def mpcg(row_ptr, col, blocks, diag, b, filt, z, tol, max_iter, x):
         alpha = delta / cq
         _axpy(alpha, c, x)
         _axpy(-alpha, q, r)
-        apply_blocks(pinv, r, s)
+        it += 1
+        rr = weighted_norm2(weights, r)
+        if rr <= tol * tol * rr0:
+            break
+        precond.apply(r, tmp)
+        apply_blocks(filt, tmp, s)
         delta_old = delta
         delta = dot3(r, s)
         _xpby(s, delta / delta_old, c)
         apply_blocks(filt, c, tmp)
         c[:] = tmp
-        it += 1
-    return it, np.sqrt(max(delta, 0.0) / delta0)
+    return it, float(np.sqrt(max(rr, 0.0) / rr0))

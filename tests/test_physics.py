@@ -80,11 +80,24 @@ def test_hanging_strip_stretches_by_rho_g_l2_over_2k(model):
     np.testing.assert_allclose(-bottom - 1.0, expected, rtol=0.01)
 
 
-def test_settle_reaches_the_hanging_strip_equilibrium():
-    r = simulate(hanging_strip(SOFT, settings("implicit", settle=True, substeps=4), frames=8))
+@pytest.mark.parametrize("preconditioner", ["jacobi", "factor"])
+def test_settle_reaches_the_hanging_strip_equilibrium(preconditioner):
+    r = simulate(hanging_strip(SOFT, settings("implicit", settle=True, substeps=4,
+                                              preconditioner=preconditioner), frames=8))
     np.testing.assert_allclose(-r.positions[-1][:3, 2].mean() - 1.0,
                                hanging_strip_extension(SOFT, 1.0), rtol=1e-3)
     assert r.frames[-1].kinetic_energy_j == 0.0
+
+
+def test_the_preconditioner_changes_the_cost_not_the_motion():
+    runs = {p: simulate(hanging_cloth(9, SOFT, settings("implicit", preconditioner=p,
+                                                        cg_tolerance=1e-8), frames=12))
+            for p in ("jacobi", "factor")}
+    a, b = runs["jacobi"].positions, runs["factor"].positions
+    assert np.abs(a[-1] - a[0]).max() > 0.1  # the cloth swings
+    np.testing.assert_allclose(a, b, atol=1e-6)
+    assert sum(f.iterations for f in runs["factor"].frames) < \
+        sum(f.iterations for f in runs["jacobi"].frames)
 
 
 STIFF_STRIP = MaterialParams(area_density=0.2, stretch_stiffness=2e4, shear_stiffness=100.0,

@@ -24,6 +24,7 @@ import numpy as np
 from ..cg import mpcg
 from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
+from ..preconditioner import BlockJacobi, LaggedFactor
 from ..system import ForceSystem
 from .base import ClothSolver, FrameTargets, StepInfo
 
@@ -47,6 +48,10 @@ class ImplicitSolver(ClothSolver):
         self.z = np.zeros((V, 3))
         self.rhs = np.zeros((V, 3))
         self.dv = np.zeros((V, 3))
+        # residual norm weights: M⁻¹ on moving vertices (mass 1 for massless ones, filtered)
+        self._weights = 1.0 / np.where(model.mass > 0, model.mass, 1.0)
+        kind = LaggedFactor if settings.preconditioner == "factor" else BlockJacobi
+        self.precond = kind(self.system.asm, self.fixed)
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
@@ -65,10 +70,23 @@ class ImplicitSolver(ClothSolver):
         # massless loose vertices still need an invertible diagonal block (they are filtered)
         self.A[diag[fixed]] += np.eye(3) * (self.model.mass[fixed] == 0)[:, None, None]
 
-    def _solve(self) -> int:
-        asm = self.system.asm
-        it, res = mpcg(asm.row_ptr, asm.col, self.A, asm.diag, self.rhs, self.filt, self.z,
-                       self.settings.cg_tolerance, self.settings.cg_max_iterations, self.dv)
+    def _solve(self, key, x) -> int:
+        """Δv from A·Δv = rhs; ``key`` identifies the kind of matrix (a factor made for another
+        key is refreshed first)."""
+        st, pc = self.settings, self.precond
+        before = pc.factorizations
+        pc.refresh(self.A, key, x)
+        guess = self.dv.copy()
+        args = (self.system.asm, self.A, self.rhs, self.filt, self.z, pc, self._weights,
+                st.cg_tolerance, st.cg_max_iterations, self.dv)
+        it, res = mpcg(*args)
+        if res > st.cg_tolerance and pc.factorizations == before:
+            pc.stale = True  # a stale factor failed to converge: refactor and solve again
+            pc.refresh(self.A, key, x)
+            self.dv[:] = guess
+            more, res = mpcg(*args)
+            it += more
+        pc.report_iterations(it)
         self.last_residual = res
         return it
 
@@ -137,7 +155,7 @@ class ImplicitSolver(ClothSolver):
             self._assemble(h, damping=True)
             self.rhs[:] = res
             self.z[:] = 0.0
-            iters += self._solve()
+            iters += self._solve(("dynamic", h), base_x + h * v1)
             # backtrack until the residual shrinks: plain Newton oscillates on stiff,
             # rotating cloth at large steps
             alpha = 1.0
@@ -168,7 +186,7 @@ class ImplicitSolver(ClothSolver):
         self.rhs[:] = tau * tau * s.force
         self.z[:] = 0.0
         self.z[m.hard_pins] = hard - self.x[m.hard_pins]
-        it = self._solve()
+        it = self._solve(("settle", tau), self.x)
         step = np.linalg.norm(self.dv, axis=1)
         cap = 0.5 * self._shortest_edge
         scale = np.where(step > cap, cap / np.maximum(step, 1e-300), 1.0)
