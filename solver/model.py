@@ -8,7 +8,8 @@ resolution.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,6 +47,13 @@ class ClothModel:
         edge_warp_cos2: cos² of each edge's angle to the warp direction, (E,).
         diagonals: shear diagonals of quads and n-gons, (D, 2); diagonal_area: 4·A_f/(number of
             diagonals of the polygon) [m²] (the quad area doubled for each quad diagonal).
+        tri_stiffness: (T, 6) each triangle's k_u, k_v, k_s [N/m] and c_u, c_v, c_s [N·s/m].
+        vertex_drag: air drag coefficient of each vertex, air_drag × vertex area [kg/s], (V,).
+        piece_offsets: (n + 1,) vertices of piece i are piece_offsets[i]:piece_offsets[i + 1].
+        parts: the single-piece models when several cloths are simulated together (empty for
+            one piece). Per-element arrays then hold every piece's own material values;
+            ``material`` holds the pieces' shared scalars: the strictest ``max_strain`` and
+            the largest ``thickness`` (other fields are the first piece's).
     """
 
     rest_positions: np.ndarray
@@ -71,6 +79,10 @@ class ClothModel:
     edge_warp_cos2: np.ndarray
     diagonals: np.ndarray
     diagonal_area: np.ndarray
+    tri_stiffness: np.ndarray
+    vertex_drag: np.ndarray
+    piece_offsets: np.ndarray
+    parts: tuple = field(default=())
 
     @property
     def vertex_count(self) -> int:
@@ -103,8 +115,20 @@ def triangle_frames(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.n
     return 0.5 * two_a, u, v
 
 
-def build_model(setup: ClothSetup) -> ClothModel:
-    """Rest-state data of a cloth (see ClothModel)."""
+def build_model(cloth: ClothSetup | Sequence[ClothSetup]) -> ClothModel:
+    """Rest-state data of a cloth, or of several cloths simulated together (see ClothModel).
+
+    Pieces are concatenated in order: piece i's vertices follow piece i − 1's.
+    """
+    setups = [cloth] if isinstance(cloth, ClothSetup) else list(cloth)
+    if not setups:
+        raise MeshError("no cloth to simulate")
+    parts = [_build_piece(s) for s in setups]
+    return parts[0] if len(parts) == 1 else _concatenate(parts)
+
+
+def _build_piece(setup: ClothSetup) -> ClothModel:
+    """Rest-state data of one piece of cloth."""
     mesh = setup.mesh
     mesh.validate()
     pos = mesh.positions
@@ -140,6 +164,9 @@ def build_model(setup: ClothSetup) -> ClothModel:
     if len(pins) and (pins.min() < 0 or pins.max() >= V):
         raise MeshError(f"pin index out of range 0..{V - 1}")
     hard, soft = pins[w >= 1.0], pins[w < 1.0]
+    mat = setup.material
+    stiff = (mat.stretch_stiffness, mat.weft_stiffness, mat.shear_stiffness,
+             mat.stretch_damping, mat.stretch_damping, mat.shear_damping)
     return ClothModel(
         rest_positions=pos.copy(), triangles=tris, tri_area=area, tri_frame_u=fu,
         tri_frame_v=fv, mass=setup.material.area_density * vertex_area, vertex_area=vertex_area,
@@ -148,7 +175,30 @@ def build_model(setup: ClothSetup) -> ClothModel:
         hard_pins=hard, soft_pins=soft,
         soft_pin_stiffness=w[w < 1.0] * setup.material.pin_stiffness * vertex_area[soft],
         material=setup.material, edge_area=edge_area, edge_warp_cos2=warp_cos2,
-        diagonals=diagonals, diagonal_area=diag_area)
+        diagonals=diagonals, diagonal_area=diag_area,
+        tri_stiffness=np.tile(np.array(stiff, dtype=np.float64), (len(tris), 1)),
+        vertex_drag=mat.air_drag * vertex_area, piece_offsets=np.array([0, V], dtype=np.int64))
+
+
+_VERTEX_INDEXED = ("triangles", "edges", "hinges", "pin_indices", "hard_pins", "soft_pins",
+                   "diagonals")
+
+
+def _concatenate(parts: list[ClothModel]) -> ClothModel:
+    """One model of several pieces: arrays stacked, vertex indices shifted (see ClothModel)."""
+    offsets = np.concatenate([[0], np.cumsum([p.vertex_count for p in parts])]).astype(np.int64)
+    arrays = {}
+    for name in ClothModel.__dataclass_fields__:
+        if name in ("material", "piece_offsets", "parts"):
+            continue
+        chunks = [getattr(p, name) for p in parts]
+        if name in _VERTEX_INDEXED:
+            chunks = [c + off for c, off in zip(chunks, offsets[:-1])]
+        arrays[name] = np.concatenate(chunks)
+    limits = [p.material.max_strain for p in parts if p.material.max_strain is not None]
+    material = replace(parts[0].material, max_strain=min(limits) if limits else None,
+                       thickness=max(p.material.thickness for p in parts))
+    return ClothModel(**arrays, material=material, piece_offsets=offsets, parts=tuple(parts))
 
 
 def _averaged_hinges(mesh, tris, area, pos):
@@ -236,6 +286,10 @@ class HingeTerms:
 
 def bending_terms(model: ClothModel) -> HingeTerms:
     """k = B·|e|²/(A1 + A2) per hinge, so that E → ∫ B/2·κ² dA (see forces/bending.py)."""
+    if model.parts:
+        terms = [bending_terms(p) for p in model.parts]
+        return HingeTerms(*(np.concatenate(a) for a in zip(
+            *((t.stiffness, t.damping, t.rest_angle) for t in terms))))
     hg = model.hinges
     pos = model.rest_positions
     e2 = np.sum((pos[hg[:, 1]] - pos[hg[:, 0]]) ** 2, axis=1)
@@ -269,6 +323,12 @@ def spring_terms(model: ClothModel, flexion: bool) -> SpringTerms:
     two apart along straight edge lines, matched to the bending energy at
     FLEXION_MATCH_CURVATURE.
     """
+    if model.parts:
+        terms = [spring_terms(p, flexion) for p in model.parts]
+        offsets = model.piece_offsets[:-1]
+        return SpringTerms(np.concatenate([t.springs + o for t, o in zip(terms, offsets)]),
+                           *(np.concatenate(a) for a in zip(
+                               *((t.rest_length, t.stiffness, t.damping) for t in terms))))
     m = model.material
     pos = model.rest_positions
     G = m.shear_stiffness

@@ -90,12 +90,16 @@ class SimulationResult:
 
 
 def pin_targets(spec: SimulationSpec, model: ClothModel) -> np.ndarray:
-    """Pin goal positions for every frame [m], (frames + 1, P, 3)."""
-    c = spec.cloth
-    if c.pin_targets is not None:
-        return np.asarray(c.pin_targets, dtype=np.float64)
-    rest = model.rest_positions[model.pin_indices]
-    return np.broadcast_to(rest, (spec.frames + 1,) + rest.shape)
+    """Pin goal positions for every frame [m], (frames + 1, P, 3), pieces in order."""
+    out = np.empty((spec.frames + 1, len(model.pin_indices), 3))
+    out[:] = model.rest_positions[model.pin_indices]
+    start = 0
+    for c in spec.pieces():
+        n = len(c.pin_indices)
+        if c.pin_targets is not None:
+            out[:, start:start + n] = np.asarray(c.pin_targets, dtype=np.float64)
+        start += n
+    return out
 
 
 def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
@@ -145,6 +149,11 @@ class Simulation:
         self._positions[0] = self.solver.x
         self.result = SimulationResult(self._positions[:1], self.model.triangles,
                                        model_name=self.solver.name)
+
+    @property
+    def piece_offsets(self) -> np.ndarray:
+        """(n + 1,): the vertices of piece i are positions[:, off[i]:off[i + 1]]."""
+        return self.model.piece_offsets
 
     @property
     def frame(self) -> int:

@@ -93,7 +93,8 @@ class SimulationSpec:
     """A whole simulation: cloth, numerical settings and environment.
 
     Attributes:
-        cloth: the cloth to simulate.
+        cloth: the cloth to simulate, or a tuple of cloths simulated together (each with its own
+            material and pins; results list their vertices in this order).
         settings: model choice and numerical options.
         frames: number of frames to simulate (frame 0 is the initial state).
         fps: frames per second [1/s].
@@ -102,10 +103,14 @@ class SimulationSpec:
         colliders: bodies the cloth collides with.
     """
 
-    cloth: ClothSetup
+    cloth: ClothSetup | tuple[ClothSetup, ...]
     settings: SolverSettings = field(default_factory=SolverSettings)
     frames: int = 48
     fps: float = 24.0
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     wind: Wind = field(default_factory=Wind)
     colliders: tuple[Collider, ...] = ()
+
+    def pieces(self) -> tuple[ClothSetup, ...]:
+        """The cloths as a tuple (one element for a single cloth)."""
+        return (self.cloth,) if isinstance(self.cloth, ClothSetup) else tuple(self.cloth)

@@ -57,9 +57,6 @@ class ForceSystem:
         self.energy_membrane = np.zeros(len(model.triangles) if membrane is not None else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
-        m = model.material
-        self._stiff = (m.stretch_stiffness, m.weft_stiffness, m.shear_stiffness,
-                       m.stretch_damping, m.stretch_damping, m.shear_damping)
         self._empty_blocks = np.zeros((0, 3, 3))
 
     def _blocks(self, want_jac):
@@ -76,9 +73,8 @@ class ForceSystem:
         m = self.model
         if self.membrane is not None:
             g = self._g_membrane
-            ku, kv, ks, cu, cv, cs = self._stiff
             membrane_kernel(x, v, m.triangles, self.membrane.coef_u, self.membrane.coef_v,
-                            self.membrane.area, ku, kv, ks, cu, cv, cs, want_jac, self.psd,
+                            self.membrane.area, m.tri_stiffness, want_jac, self.psd,
                             g.force_offset, g.block_offset, self.energy_membrane,
                             self.local_f, lk, ld)
         if self.hinges is not None:
@@ -109,13 +105,12 @@ class ForceSystem:
         """
         self.internal(x, v, want_jac)
         m = self.model
-        external_kernel(x, v, m.mass, m.vertex_area, gravity, m.material.air_drag, wind,
-                        self.force)
+        external_kernel(x, v, m.mass, m.vertex_drag, gravity, wind, self.force)
         goal_spring_kernel(x, m.soft_pins, m.soft_pin_stiffness, soft_targets, self.force)
         if want_jac:
             diag = self.asm.diag
             eye = np.eye(3)
-            self.D[diag] -= (m.material.air_drag * m.vertex_area)[:, None, None] * eye
+            self.D[diag] -= m.vertex_drag[:, None, None] * eye
             self.K[diag[m.soft_pins]] -= m.soft_pin_stiffness[:, None, None] * eye
 
     def elastic_energy(self) -> float:

@@ -305,3 +305,24 @@ def test_wind_pushes_cloth_downwind_and_turbulence_is_seeded(model):
     g3 = simulate(dataclasses.replace(gusty, wind=dataclasses.replace(gusty.wind, seed=2)))
     assert np.array_equal(g1, g2)
     assert np.abs(g1 - g3.positions[-1]).max() > 1e-4
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_pieces_simulated_together_move_as_they_do_alone(model):
+    """Two cloths of different materials and pins in one simulation: each piece's motion is
+    the one it has when simulated alone (no collisions between them here). Not bit-equal: the
+    step size (mass_spring) and the solver's convergence tests are shared by all pieces."""
+    stiff = dataclasses.replace(SOFT, stretch_stiffness=200.0, area_density=0.3, air_drag=0.4)
+    a = ClothSetup(grid_mesh((1.0, 1.0), (7, 7), (0.0, 0.0, 1.0)), SOFT, np.array([42, 48]))
+    b = ClothSetup(grid_mesh((0.6, 0.6), (5, 5), (3.0, 0.0, 1.0)), stiff, np.array([20]),
+                   pin_weights=np.array([0.5]))
+    st = settings(model, substeps=8) if model == "mass_spring" else settings(model)
+    together = simulate(SimulationSpec((a, b), st, frames=6))
+    alone = [simulate(SimulationSpec(c, st, frames=6)) for c in (a, b)]
+    assert together.error is None
+    assert len(together.positions[0]) == 49 + 25
+    for piece, ref in zip(np.split(together.positions, [49], axis=1), alone):
+        motion = np.abs(ref.positions[-1] - ref.positions[0]).max()
+        assert motion > 0.05
+        np.testing.assert_allclose(piece, ref.positions, atol=0.01 * motion)
+    np.testing.assert_array_equal(build_model((a, b)).piece_offsets, [0, 49, 74])

@@ -6,17 +6,17 @@ from .._jit import njit, prange
 
 
 @njit(parallel=True)
-def external_kernel(x, v, mass, vertex_area, gravity, air_drag, wind, out_f):
-    """out_f += m·g − air_drag·A_v·(v − wind) per vertex.
+def external_kernel(x, v, mass, drag, gravity, wind, out_f):
+    """out_f += m·g − c·(v − wind) per vertex, with c = air_drag·(vertex area).
 
     Args:
         x, v: positions [m], velocities [m/s], (V, 3).
-        mass: [kg], (V,); vertex_area: [m²], (V,).
-        gravity: [m/s²], (3,); air_drag: [kg/(m²·s)]; wind: air velocity at each vertex, (V, 3).
+        mass: [kg], (V,); drag: each vertex's drag coefficient c [kg/s], (V,).
+        gravity: [m/s²], (3,); wind: air velocity at each vertex [m/s], (V, 3).
         out_f: forces [N], (V, 3), accumulated into.
     """
     for i in prange(x.shape[0]):
-        c = air_drag * vertex_area[i]
+        c = drag[i]
         for r in range(3):
             out_f[i, r] += mass[i] * gravity[r] - c * (v[i, r] - wind[i, r])
 

@@ -14,7 +14,7 @@ from .._jit import njit, prange
 
 
 @njit(parallel=True)
-def membrane_kernel(x, v, tris, coef_u, coef_v, area, k_u, k_v, k_s, c_u, c_v, c_s,
+def membrane_kernel(x, v, tris, coef_u, coef_v, area, stiff,
                     want_jac, psd, f_off, b_off,
                     energy, lf, lk, ld):
     """Stretch/shear energy, forces and Jacobian blocks of every triangle.
@@ -24,8 +24,9 @@ def membrane_kernel(x, v, tris, coef_u, coef_v, area, k_u, k_v, k_s, c_u, c_v, c
         tris: (T, 3) vertex indices.
         coef_u, coef_v: (T, 3) with W_u = Σ coef_u[m]·x_m, W_v = Σ coef_v[m]·x_m [1/m].
         area: rest areas [m²], (T,).
-        k_u, k_v, k_s: warp, weft and shear stiffness [N/m].
-        c_u, c_v, c_s: matching damping [N·s/m].
+        stiff: (T, 6) per triangle: warp, weft and shear stiffness k_u, k_v, k_s [N/m], then
+            the matching damping c_u, c_v, c_s [N·s/m] (per triangle, so that pieces of
+            different materials share one system).
         want_jac: also write ∂f/∂x and ∂f/∂v blocks.
         psd: clamp the terms that make ∂f/∂x indefinite (compressed stretch, shear curvature)
             so the implicit system stays positive definite; False gives the exact Jacobian.
@@ -35,6 +36,8 @@ def membrane_kernel(x, v, tris, coef_u, coef_v, area, k_u, k_v, k_s, c_u, c_v, c
     eye = np.eye(3)
     for t in prange(tris.shape[0]):
         A = area[t]
+        k_u, k_v, k_s = stiff[t, 0], stiff[t, 1], stiff[t, 2]
+        c_u, c_v, c_s = stiff[t, 3], stiff[t, 4], stiff[t, 5]
         wu = np.zeros(3)
         wv = np.zeros(3)
         for m in range(3):
