@@ -131,6 +131,8 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     """Rest-state data of one piece of cloth."""
     mesh = setup.mesh
     mesh.validate()
+    if mesh.face_count == 0:  # valid as a collider or a point cloud, but no cloth: no mass
+        raise MeshError("mesh has no faces: a cloth needs at least one polygon")
     pos = mesh.positions
     V = mesh.vertex_count
     tris, tri_face = triangulate(mesh)

@@ -69,16 +69,16 @@ def check_value(key: str, value: Any, spec: FieldSpec) -> float | int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ParameterError(key, f"expected a number, got {type(value).__name__} {value!r}")
     unit = f" {spec.unit}" if spec.unit else ""
-    if spec.integer and (not isinstance(value, int) and not float(value).is_integer()):
-        raise ParameterError(key, f"expected an integer, got {value!r}")
     try:
         v = float(value)
     except OverflowError:  # an int beyond the float range (TOML integers are unbounded)
         bound = f"<= {spec.maximum:g}" if value > 0 else f">= {spec.minimum:g}"
         raise ParameterError(key, f"must be {bound}{unit}, got a "
                                   f"{value.bit_length()}-bit integer") from None
-    if not math.isfinite(v):
+    if not math.isfinite(v):  # before the integer check: "nan is not an integer" misleads
         raise ParameterError(key, f"must be finite, got {value!r}")
+    if spec.integer and not isinstance(value, int) and not v.is_integer():
+        raise ParameterError(key, f"expected an integer, got {value!r}")
     lo_ok = v > spec.minimum if spec.exclusive_min else v >= spec.minimum
     if not lo_ok:
         rel = ">" if spec.exclusive_min else ">="

@@ -174,6 +174,12 @@ class Simulation:
         dt = 1.0 / self.spec.fps
         t = (f - 1) * dt
         tg, hard = self._targets, self._hard
+        if not np.all(np.isfinite(tg[f])):
+            pin = int(self.model.pin_indices[np.nonzero(~np.isfinite(tg[f]).all(axis=1))[0][0]])
+            self.result.error = (f"frame {f}: the pin target of vertex {pin} is NaN or infinite; "
+                                 f"frames 0-{f - 1} are kept. Check the pinned vertices' "
+                                 "motion (pin_motion / the pin group's animation).")
+            return None
         colliders = self.solver.collisions.colliders.frame(f)
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
@@ -182,7 +188,7 @@ class Simulation:
         start = time.perf_counter()
         try:
             info = self.solver.step_frame(t, dt, ft, wind)
-        except BlowUpError as exc:
+        except (BlowUpError, np.linalg.LinAlgError) as exc:  # LinAlgError: a NaN reached a solve
             self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
                                  "kept. Try more substeps, the implicit model, or a lower "
                                  "stiffness.")

@@ -36,6 +36,15 @@ def membrane_kernel(x, v, tris, coef_u, coef_v, area, stiff,
     eye = np.eye(3)
     for t in prange(tris.shape[0]):
         A = area[t]
+        if A <= 0.0:  # degenerate rest triangle (zero coefficients, W = 0): it carries nothing
+            energy[t] = 0.0
+            for m in range(3):
+                lf[f_off + 3 * t + m] = 0.0
+            if want_jac:
+                for q in range(9):
+                    lk[b_off + 9 * t + q] = 0.0
+                    ld[b_off + 9 * t + q] = 0.0
+            continue
         k_u, k_v, k_s = stiff[t, 0], stiff[t, 1], stiff[t, 2]
         c_u, c_v, c_s = stiff[t, 3], stiff[t, 4], stiff[t, 5]
         wu = np.zeros(3)
