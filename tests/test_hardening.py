@@ -197,7 +197,11 @@ def test_a_mesh_without_faces_is_refused():
 @pytest.mark.slow  # LARGE: ~100k vertices; runs in the default suite (no deselection)
 def test_large_grid_builds_and_steps_one_implicit_frame():
     """LARGE: 320 x 320 = 102 400 vertices. build_model and one implicit frame finish with
-    finite positions (the cost is measured in bench/, not asserted here)."""
+    finite positions, the pins held and the cloth starting to fall.
+
+    One Newton iteration with at most 50 CG iterations keeps this near 15 s on one busy core;
+    the default settings (4 Newton iterations, ~1700 CG iterations in total) take about 85 s
+    for this frame, so they are left to bench/ (costs are measured there, never asserted)."""
     n = 320
     mesh = grid_mesh((2.0, 2.0), (n, n), (0, 0, 1))
     pins = np.array([(n - 1) * n, n * n - 1])
