@@ -26,7 +26,7 @@ from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
 from ..preconditioner import BlockJacobi, LaggedFactor
 from ..system import ForceSystem
-from .base import ClothSolver, FrameTargets, StepInfo
+from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 
@@ -74,6 +74,8 @@ class ImplicitSolver(ClothSolver):
         """Δv from A·Δv = rhs; ``key`` identifies the kind of matrix (a factor made for another
         key is refreshed first)."""
         st, pc = self.settings, self.precond
+        if not (np.isfinite(self.rhs).all() and np.isfinite(self.A).all()):
+            raise BlowUpError("non-finite forces or stiffness in the implicit solve")
         before = pc.factorizations
         pc.refresh(self.A, key, x)
         guess = self.dv.copy()
