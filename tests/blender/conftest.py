@@ -24,9 +24,12 @@ if not IN_BLENDER:
 else:
     import dev_addon
 
-    SCRATCH = Path(tempfile.mkdtemp(prefix="cloth_solver_tests_"))
+    # The add-on's copy stays in one place between runs (numba's cache stays valid); Blender's
+    # user directory is new for every session.
+    SCRATCH = ROOT / ".cache" / ("blender-tests-binary" if "bpy" in sys.modules
+                                 else "blender-tests-wheel")
     if "bpy" not in sys.modules:  # the bpy wheel: a scratch user directory before import
-        dev_addon.scratch_user_resources(SCRATCH / "user")
+        dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
     # Failed bakes raise (instead of ending Blender) while tests run inside `blender -b`.
     os.environ["CLOTH_SOLVER_NO_EXIT"] = "1"
     import bpy
@@ -50,5 +53,6 @@ else:
 
     @pytest.fixture
     def scratch_root():
-        """The scratch folder the add-on was enabled from (enable again from the same one)."""
+        """The folder the add-on was enabled from (enable again from the same one); for the
+        legacy add-on it is also a user scripts folder (``addons/cloth_solver``)."""
         return SCRATCH

@@ -26,8 +26,9 @@ def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=Non
         mesh, material or S.MaterialParams(), pin_indices=np.asarray(pins, dtype=np.int64),
         pin_weights=None if weights is None else np.asarray(weights, dtype=np.float64),
         pin_targets=pin_targets)
+    gravity = np.array(bpy.context.scene.gravity, dtype=np.float64)  # float32 -9.81 in Blender
     spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
-                                    fps=24.0)
+                                    fps=24.0, gravity=gravity)
     result = S.simulation.simulate(spec)
     assert result.error is None
     return result.positions

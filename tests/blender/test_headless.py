@@ -6,29 +6,22 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
-
 import bpy
 import pytest
 
 from scenes import cloth
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not bpy.app.binary_path or bpy.app.version >= (4, 2, 0),
     reason="runs the blender binary with the legacy add-on (Debian's blender -b session)")
 
 
-def _blender(tmp_path, blend, *args):
-    """Run ``blender -b blend`` with the add-on from this checkout as a user add-on."""
-    addons = tmp_path / "scripts" / "addons"
-    addons.mkdir(parents=True, exist_ok=True)
-    link = addons / "cloth_solver"
-    if not link.exists():
-        link.symlink_to(ROOT, target_is_directory=True)
+def _blender(scripts, blend, *args):
+    """Run ``blender -b blend`` with the add-on this session enabled (a copy of the checkout in
+    ``scripts/addons/cloth_solver``) as a user add-on."""
+    assert (scripts / "addons" / "cloth_solver" / "__init__.py").is_file()
     env = {k: v for k, v in os.environ.items() if k != "CLOTH_SOLVER_NO_EXIT"}
-    env["BLENDER_USER_SCRIPTS"] = str(tmp_path / "scripts")
+    env["BLENDER_USER_SCRIPTS"] = str(scripts)
     cmd = [bpy.app.binary_path, "-b", "--factory-startup", str(blend), "--addons",
            "cloth_solver", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -52,9 +45,9 @@ def _scene(tmp_path, pin_group="pins"):
     return blend
 
 
-def test_headless_bake_then_render(tmp_path):
+def test_headless_bake_then_render(tmp_path, scratch_root):
     blend = _scene(tmp_path)
-    run = _blender(tmp_path, blend, "--python-expr", "import bpy; bpy.ops.cloth_solver.bake()",
+    run = _blender(scratch_root, blend, "--python-expr", "import bpy; bpy.ops.cloth_solver.bake()",
                    "-f", "3")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "cloth_solver: baking 3 frames (1-4" in run.stdout
@@ -65,9 +58,9 @@ def test_headless_bake_then_render(tmp_path):
     assert image.is_file() and image.stat().st_size > 0
 
 
-def test_headless_failure_exits_non_zero(tmp_path):
+def test_headless_failure_exits_non_zero(tmp_path, scratch_root):
     blend = _scene(tmp_path, pin_group="no such group")
-    run = _blender(tmp_path, blend, "--python-expr", "import bpy; bpy.ops.cloth_solver.bake()",
+    run = _blender(scratch_root, blend, "--python-expr", "import bpy; bpy.ops.cloth_solver.bake()",
                    "-f", "3")
     assert run.returncode == 1
     assert "bake failed: 'Cloth': pin group 'no such group' does not exist" in run.stderr
