@@ -4,25 +4,15 @@ the cloth must never pass through it."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import bpy
-from scenes import addon, cloth, evaluated_world, grid, solver
+from scenes import addon, cloth, evaluated_world, grid
 
 
 def _collider(name="Floor", n=3, size=4.0, **transform):
     obj = grid(name, n, size=size, **transform)
     obj.cloth_solver.role = "COLLIDER"
     return obj
-
-
-def _has_collisions() -> bool:
-    """True once the solver implements colliders and reports penetrations (issue 3)."""
-    return "collider_crossings" in solver().simulation.FrameReport.__dataclass_fields__
-
-
-needs_collisions = pytest.mark.xfail(not _has_collisions(), strict=True,
-                                     reason="needs issue 3 collisions")
 
 
 def test_colliders_are_read_every_frame_in_world_space():
@@ -62,7 +52,6 @@ def test_colliders_are_read_every_frame_in_world_space():
             assert np.ptp(c.positions[:, :, 2]) > 0.25  # it really moves or deforms
 
 
-@needs_collisions
 def test_cloth_does_not_fall_through_a_static_floor():
     _collider("Floor", location=(0, 0, 0))
     obj = cloth(n=6, frames=(1, 24), location=(0, 0, 0.4))
@@ -73,7 +62,6 @@ def test_cloth_does_not_fall_through_a_static_floor():
     assert 0.0 <= s.bake_deepest_penetration < 1e-3 and s.bake_intersections == 0
 
 
-@needs_collisions
 def test_an_animated_collider_pushes_the_cloth():
     floor = _collider("Lift", location=(0, 0, 0))
     floor.keyframe_insert("location", frame=1)
