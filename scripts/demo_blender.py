@@ -23,6 +23,7 @@ FRAMES = (1, 48)  # 2 s at 24 fps
 
 
 def build_scene(bpy, np):
+    import mathutils
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
     scene.render.fps = 24
@@ -90,9 +91,10 @@ def build_scene(bpy, np):
     # Camera, light, world.
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
-    cam.location = (0.0, -4.6, 1.45)
-    cam.rotation_euler = (math.radians(84), 0.0, 0.0)
-    cam.data.lens = 30
+    cam.location = (2.4, -4.3, 1.9)
+    look = mathutils.Vector((-0.05, 0.0, 0.85)) - cam.location  # between flag and sphere
+    cam.rotation_euler = look.to_track_quat("-Z", "Y").to_euler()
+    cam.data.lens = 32
     scene.camera = cam
     sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     scene.collection.objects.link(sun)
