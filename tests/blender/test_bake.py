@@ -293,3 +293,48 @@ def test_several_cloth_objects_bake_in_one_go_with_their_own_materials():
             np.testing.assert_allclose(evaluated_world(obj, f), expected[obj.name][i], atol=1e-3)
     assert not np.allclose(expected["Cotton"][-1] - [-2, 0, 0], expected["Silk"][-1] - [2, 0, 0],
                            atol=1e-4)  # the materials really differ
+
+
+def _modal_operator(job):
+    """The modal bake operator's own methods on a stand-in instance (no window in background
+    mode, so Blender cannot run it modally; the methods are the ones the UI calls)."""
+    import types
+    cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
+    op = types.SimpleNamespace(_job=job, _timer=None, reports=[])
+    op.report = lambda kind, message: op.reports.append((set(kind), message))
+    op._end = lambda context: cls._end(op, context)
+    op._status = lambda context: cls._status(op, context)
+    return cls, op
+
+
+def test_modal_bake_steps_on_timer_events_and_writes_at_the_end():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    expected = reference(obj, 3, pins=[12, 15])
+    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    event = types_event("MOUSEMOVE")
+    assert cls.modal(op, bpy.context, event) == {"PASS_THROUGH"}
+    result, events = {"RUNNING_MODAL"}, 0
+    while result == {"RUNNING_MODAL"} and events < 1000:  # Blender stops after FINISHED
+        result, events = cls.modal(op, bpy.context, types_event("TIMER")), events + 1
+    assert result == {"FINISHED"} and op._job is None
+    assert op.reports[-1][0] == {"INFO"} and "Baked 1 cloth object(s)" in op.reports[-1][1]
+    assert_matches(obj, expected)
+
+
+def test_modal_bake_esc_cancels_and_keeps_the_previous_bake():
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    world = evaluated_world(obj, 3)
+    before = key_state(obj)
+    obj.cloth_solver.solver = "MASS_SPRING"
+    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    assert cls.modal(op, bpy.context, types_event("ESC")) == {"CANCELLED"}
+    assert op.reports == [({"WARNING"}, "Bake cancelled; the previous bake is unchanged")]
+    assert op._job is None
+    assert same_key_state(before, key_state(obj))
+    np.testing.assert_array_equal(evaluated_world(obj, 3), world)
+
+
+def types_event(kind):
+    import types
+    return types.SimpleNamespace(type=kind, value="PRESS")
