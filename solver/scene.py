@@ -17,10 +17,18 @@ The format is a public contract (scripts and the benchmark depend on it)::
     model = "implicit"
     [wind]                           # Wind fields
     velocity = [2.0, 0.0, 0.0]
+    [[collider]]                     # any number of colliders, each exactly one shape:
+    sphere = { center = [0.0, 0.0, 0.5], radius = 0.5 }       # [m]
+    # plane = { point = [0.0, 0.0, 0.0], normal = [0.0, 0.0, 1.0] }  # solid behind the normal
+    # mesh = "body.obj"              # relative to the scene file; any polygons
+    thickness = 0.005                # [m] collision margin around the surface
+    friction = 0.3                   # Coulomb coefficient
+    velocity = [0.0, 0.0, 0.0]       # [m/s] rigid translation from frame 0
+    # positions = "body_motion.npz"  # mesh only: "positions" (frames + 1, V, 3) [m] per frame
 
 Every problem raises ``SceneError`` with a one-line message that starts with the dotted key
 (``cloth.grid.size[0]: must be > 0 m, got -1.0``). Each table has one small validator built
-from a key -> check table, so new tables (e.g. ``[[collider]]``) slot in the same way.
+from a key -> check table, so new tables slot in the same way.
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ from .obj_io import read_obj
 from .params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
                      field_specs)
 from .presets import load_preset
-from .spec import ClothSetup, SimulationSpec, Wind
+from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
 MAX_GRID_VERTICES = 1_000_000  # keeps a typo in grid.resolution from exhausting memory
 
@@ -134,6 +142,7 @@ _TOP_LEVEL: dict[str, Check] = {
     "cloth": _table,
     "solver": _table,
     "wind": _table,
+    "collider": _of_type(list, noun="an array of tables ([[collider]])"),
 }
 
 _MATERIAL_FIELDS = [f.name for f in dataclasses.fields(MaterialParams)]
@@ -161,6 +170,28 @@ WIND_CHECKS: dict[str, Check] = {
     "turbulence_frequency": _number(FieldSpec("Hz", "gust rate of change", 0.0, 1.0e6)),
     "seed": _number(FieldSpec("", "gust field seed", 0, 2**32 - 1, integer=True)),
 }
+
+
+_POSITION = FieldSpec("m", "coordinate", -1.0e6, 1.0e6)
+_SPHERE: dict[str, Check] = {
+    "center": _numbers(3, _POSITION),
+    "radius": _number(FieldSpec("m", "sphere radius", 0.0, 1.0e6, exclusive_min=True)),
+}
+_PLANE: dict[str, Check] = {
+    "point": _numbers(3, _POSITION),
+    "normal": _numbers(3, FieldSpec("", "normal component", -1.0e6, 1.0e6)),
+}
+# Collider has no FieldSpec metadata in spec.py, so its bounds live here.
+COLLIDER_CHECKS: dict[str, Check] = {
+    "sphere": _table,
+    "plane": _table,
+    "mesh": _text,
+    "thickness": _number(FieldSpec("m", "collision margin", 0.0, 1.0)),
+    "friction": _number(FieldSpec("", "Coulomb friction coefficient", 0.0, 10.0)),
+    "velocity": _numbers(3, FieldSpec("m/s", "collider velocity component", -1.0e4, 1.0e4)),
+    "positions": _text,
+}
+_SHAPES = ("sphere", "plane", "mesh")
 
 
 def load_scene(path, *, preset_directory=None) -> SimulationSpec:
@@ -209,10 +240,13 @@ def parse_scene(data: dict, base_dir=".", *, preset_directory=None) -> Simulatio
     settings = _solver(top.get("solver", {}))
     wind = _wind(top.get("wind", {}))
     cloth = _cloth(top["cloth"], Path(base_dir), frames, preset_directory)
+    colliders = tuple(_collider(f"collider[{i}]", table, Path(base_dir), frames)
+                      for i, table in enumerate(top.get("collider", [])))
     optional = {k: top[k] for k in ("frames", "fps") if k in top}
     if "gravity" in top:
         optional["gravity"] = np.array(top["gravity"], dtype=np.float64)
-    return SimulationSpec(cloth=cloth, settings=settings, wind=wind, **optional)
+    return SimulationSpec(cloth=cloth, settings=settings, wind=wind, colliders=colliders,
+                          **optional)
 
 
 def _solver(table: dict) -> SolverSettings:
@@ -247,10 +281,52 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
                                                   f"pinned vertex), got {len(weights)}")
     targets = None
     if "pin_motion" in values:
-        targets = _pin_motion("cloth.pin_motion", values["pin_motion"], base_dir,
-                              (frames + 1, len(pins), 3))
+        targets = _npz_positions("cloth.pin_motion", values["pin_motion"], base_dir,
+                                 (frames + 1, len(pins), 3), "pinned vertices")
     return ClothSetup(mesh=mesh, material=material, pin_indices=pins, pin_weights=weights,
                       pin_targets=targets)
+
+
+def _collider(key: str, table: Any, base_dir: Path, frames: int) -> Collider:
+    values = _fields(key, table, COLLIDER_CHECKS)
+    shapes = [k for k in _SHAPES if k in values]
+    if len(shapes) != 1:
+        problem = "missing" if not shapes else f"{' and '.join(shapes)} given"
+        raise SceneError(key, f"give exactly one of sphere, plane or mesh ({problem})")
+    kind = shapes[0]
+    common = {k: values[k] for k in ("thickness", "friction") if k in values}
+    if "velocity" in values:
+        common["velocity"] = np.array(values["velocity"], dtype=np.float64)
+    if "positions" in values and kind != "mesh":
+        raise SceneError(f"{key}.positions", "only a mesh collider can have per-frame positions")
+    if "positions" in values and "velocity" in values:
+        raise SceneError(f"{key}.velocity", "cannot be combined with positions (the per-frame "
+                                            "positions already give the motion)")
+    if kind == "sphere":
+        sphere = _fields(f"{key}.sphere", values["sphere"], _SPHERE)
+        for name in _SPHERE:
+            if name not in sphere:
+                raise SceneError(f"{key}.sphere.{name}", "missing")
+        return Collider("sphere", center=np.array(sphere["center"], dtype=np.float64),
+                        radius=float(sphere["radius"]), **common)
+    if kind == "plane":
+        plane = _fields(f"{key}.plane", values["plane"], _PLANE)
+        for name in _PLANE:
+            if name not in plane:
+                raise SceneError(f"{key}.plane.{name}", "missing")
+        normal = np.array(plane["normal"], dtype=np.float64)
+        length = float(np.linalg.norm(normal))
+        if not (length > 0.0 and np.isfinite(length)):
+            raise SceneError(f"{key}.plane.normal", f"must be a non-zero vector, got "
+                                                    f"{plane['normal']}")
+        return Collider("plane", point=np.array(plane["point"], dtype=np.float64),
+                        normal=normal / length, **common)
+    mesh = _obj_mesh(f"{key}.mesh", values["mesh"], base_dir)
+    positions = None
+    if "positions" in values:
+        positions = _npz_positions(f"{key}.positions", values["positions"], base_dir,
+                                   (frames + 1, mesh.vertex_count, 3), "collider vertices")
+    return Collider("mesh", mesh=mesh, positions=positions, **common)
 
 
 def _cloth_mesh(values: dict, base_dir: Path) -> PolyMesh:
@@ -268,16 +344,21 @@ def _cloth_mesh(values: dict, base_dir: Path) -> PolyMesh:
             raise SceneError("cloth.grid", str(err)) from None
     if "mesh" not in values:
         raise SceneError("cloth.mesh", "missing (give cloth.mesh = \"file.obj\" or cloth.grid)")
-    if Path(values["mesh"]).suffix.lower() != ".obj":
-        raise SceneError("cloth.mesh", f"unsupported mesh file {_SHORT.repr(values['mesh'])} "
-                                       "(expected an .obj file)")
-    path = _existing_file("cloth.mesh", values["mesh"], base_dir)
+    return _obj_mesh("cloth.mesh", values["mesh"], base_dir)
+
+
+def _obj_mesh(key: str, name: str, base_dir: Path) -> PolyMesh:
+    """A mesh read from an .obj file named relative to the scene (it must have faces)."""
+    if Path(name).suffix.lower() != ".obj":
+        raise SceneError(key, f"unsupported mesh file {_SHORT.repr(name)} "
+                              "(expected an .obj file)")
+    path = _existing_file(key, name, base_dir)
     try:
         mesh = read_obj(path)
     except MeshError as err:
-        raise SceneError("cloth.mesh", str(err)) from None
+        raise SceneError(key, str(err)) from None
     if mesh.face_count == 0:
-        raise SceneError("cloth.mesh", f"{path.name} has no faces")
+        raise SceneError(key, f"{path.name} has no faces")
     return mesh
 
 
@@ -315,7 +396,9 @@ def _pins(key: str, indices: list[int], vertex_count: int) -> np.ndarray:
     return np.array(indices, dtype=np.int64)
 
 
-def _pin_motion(key: str, name: str, base_dir: Path, shape: tuple[int, int, int]) -> np.ndarray:
+def _npz_positions(key: str, name: str, base_dir: Path, shape: tuple[int, int, int],
+                   what: str) -> np.ndarray:
+    """Array "positions" of an .npz file, of the given shape (frames + 1, ``what``, 3) [m]."""
     path = _existing_file(key, name, base_dir)
     try:
         with path.open("rb") as fp:
@@ -332,8 +415,8 @@ def _pin_motion(key: str, name: str, base_dir: Path, shape: tuple[int, int, int]
     except Exception as err:  # noqa: BLE001 - corrupt archives raise many kinds of errors
         raise SceneError(key, f"cannot read {path.name}: {type(err).__name__}: {err}") from None
     if positions.shape != shape:
-        raise SceneError(key, f"array 'positions' must have shape {shape} (frames + 1, pinned "
-                              f"vertices, 3), got {positions.shape}")
+        raise SceneError(key, f"array 'positions' must have shape {shape} (frames + 1, {what}, "
+                              f"3), got {positions.shape}")
     if not np.issubdtype(positions.dtype, np.integer) \
             and not np.issubdtype(positions.dtype, np.floating):
         raise SceneError(key, f"array 'positions' must be real numbers, got {positions.dtype}")

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from solver.mesh import grid_mesh
 from solver.obj_io import write_obj
 from solver.params import MaterialParams, SolverSettings
-from solver.scene import WIND_CHECKS, SceneError, load_scene, parse_scene
-from solver.spec import SimulationSpec, Wind
+from solver.cli import main
+from solver.scene import COLLIDER_CHECKS, WIND_CHECKS, SceneError, load_scene, parse_scene
+from solver.spec import Collider, SimulationSpec, Wind
 
 SQUARE_OBJ = "v 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\nv 0.5 0.5 1\nf 1 2 5\nf 2 3 5\nf 3 4 5\nf 4 1 5\n"
 COTTON = '[preset]\nname = "Cotton"\n[material]\narea_density = 0.13\nbend_stiffness = 2e-6\n'
@@ -163,6 +164,51 @@ def test_wind_checks_cover_exactly_the_wind_fields():
     assert set(WIND_CHECKS) == {f.name for f in dataclasses.fields(Wind)}
 
 
+def test_colliders_of_every_kind(tmp_path):
+    (tmp_path / "body.obj").write_text(SQUARE_OBJ)
+    motion = np.zeros((3, 5, 3))
+    motion[:, :, 2] = np.linspace(0.0, 0.2, 3)[:, None]
+    np.savez(tmp_path / "motion.npz", positions=motion)
+    spec = load_scene(write_scene(tmp_path, """\
+frames = 2
+[cloth]
+grid = {}
+thickness = 0.002
+[solver]
+self_collision = true
+[[collider]]
+sphere = { center = [0.0, 0.0, 0.5], radius = 0.5 }
+thickness = 0.005
+friction = 0.3
+velocity = [0.0, 0.0, 1.0]
+[[collider]]
+plane = { point = [0.0, 0.0, 0.0], normal = [0.0, 0.0, 2.0] }
+[[collider]]
+mesh = "body.obj"
+positions = "motion.npz"
+friction = 0.0
+"""))
+    assert spec.settings.self_collision is True
+    sphere, plane, mesh = spec.colliders
+    assert sphere.kind == "sphere" and sphere.radius == 0.5
+    np.testing.assert_array_equal(sphere.center, [0.0, 0.0, 0.5])
+    np.testing.assert_array_equal(sphere.velocity, [0.0, 0.0, 1.0])
+    assert (sphere.thickness, sphere.friction) == (0.005, 0.3)
+    assert plane.kind == "plane"
+    np.testing.assert_array_equal(plane.normal, [0.0, 0.0, 1.0])  # normalised
+    assert (plane.thickness, plane.friction) == (Collider("plane").thickness,
+                                                 Collider("plane").friction)  # defaults
+    assert mesh.kind == "mesh" and mesh.mesh.vertex_count == 5 and mesh.friction == 0.0
+    np.testing.assert_array_equal(mesh.positions, motion)
+
+
+def test_collider_checks_cover_the_collider_fields():
+    shapes = {"sphere", "plane", "mesh"}
+    fields = {f.name for f in dataclasses.fields(Collider)}
+    assert set(COLLIDER_CHECKS) - shapes <= fields
+    assert fields - set(COLLIDER_CHECKS) == {"kind", "center", "radius", "point", "normal"}
+
+
 # ---- errors ----
 
 GRID = "[cloth]\ngrid = {}\n"
@@ -182,7 +228,7 @@ GRID = "[cloth]\ngrid = {}\n"
     ("gravity = [0.0, 0.0, inf]\n" + GRID, "gravity[2]: must be finite, got inf"),
     ('gravity = [0.0, "down", 0.0]\n' + GRID, "gravity[1]: expected a number, got str 'down'"),
     ("gravity = 9.81\n" + GRID, "gravity: expected an array of 3 numbers, got float 9.81"),
-    ("fram = 3\n" + GRID, "fram: unknown key (allowed: frames, fps, gravity, cloth, solver, wind)"),
+    ("fram = 3\n" + GRID, "fram: unknown key (allowed: frames, fps, gravity, cloth, solver, wind, collider)"),
     ('"odd key" = 3\n' + GRID, '"odd key": unknown key'),
     ("frames = 3\n", "cloth: missing (the scene needs a [cloth] table)"),
     ('cloth = "sheet.obj"\n', "cloth: expected a table, got str 'sheet.obj'"),
@@ -236,6 +282,29 @@ GRID = "[cloth]\ngrid = {}\n"
     (GRID + "[wind]\nturbulence_frequency = -2\n", "wind.turbulence_frequency: must be >= 0 Hz, got -2"),
     (GRID + "[wind]\nseed = 1.5\n", "wind.seed: expected an integer, got float 1.5"),
     (GRID + "[wind]\nspeed = 3.0\n", "wind.speed: unknown key (allowed: velocity, turbulence, turbulence_scale, turbulence_frequency, seed)"),
+    # colliders
+    ("collider = 3\n" + GRID, "collider: expected an array of tables ([[collider]]), got int 3"),
+    ("collider = [1]\n" + GRID, "collider[0]: expected a table, got int 1"),
+    (GRID + "[[collider]]\nthickness = 0.1\n", "collider[0]: give exactly one of sphere, plane or mesh (missing)"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0], radius = 1 }\nplane = { point = [0, 0, 0], normal = [0, 0, 1] }\n",
+     "collider[0]: give exactly one of sphere, plane or mesh (sphere and plane given)"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0] }\n", "collider[0].sphere.radius: missing"),
+    (GRID + "[[collider]]\nsphere = { radius = 1.0 }\n", "collider[0].sphere.center: missing"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0], radius = 0.0 }\n", "collider[0].sphere.radius: must be > 0 m, got 0.0"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0], radius = 1.0 }\n", "collider[0].sphere.center: expected an array of 3 numbers"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0], radius = 1.0, r = 2 }\n", "collider[0].sphere.r: unknown key (allowed: center, radius)"),
+    (GRID + "[[collider]]\nsphere = 3\n", "collider[0].sphere: expected a table, got int 3"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0], normal = [0, 0, 0] }\n", "collider[0].plane.normal: must be a non-zero vector"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0] }\n", "collider[0].plane.normal: missing"),
+    (GRID + "[[collider]]\nmesh = \"body.stl\"\n", "collider[0].mesh: unsupported mesh file 'body.stl' (expected an .obj file)"),
+    (GRID + "[[collider]]\nmesh = \"body.obj\"\n", "collider[0].mesh: file not found: "),
+    (GRID + "[[collider]]\nmesh = 3\n", "collider[0].mesh: expected a string, got int 3"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0], normal = [0, 0, 1] }\nthickness = -0.1\n", "collider[0].thickness: must be >= 0 m, got -0.1"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0], normal = [0, 0, 1] }\nfriction = \"high\"\n", "collider[0].friction: expected a number, got str 'high'"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0], normal = [0, 0, 1] }\nvelocity = [1, 2]\n", "collider[0].velocity: expected an array of 3 numbers"),
+    (GRID + "[[collider]]\nplane = { point = [0, 0, 0], normal = [0, 0, 1] }\ncolour = 1\n", "collider[0].colour: unknown key (allowed: sphere, plane, mesh, thickness, friction, velocity, positions)"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0], radius = 1.0 }\npositions = \"m.npz\"\n", "collider[0].positions: only a mesh collider can have per-frame positions"),
+    (GRID + "[[collider]]\nsphere = { center = [0, 0, 0], radius = 1.0 }\n[[collider]]\nsphere = { center = [0, 0, 0], radius = -1.0 }\n", "collider[1].sphere.radius: must be > 0 m, got -1.0"),
 ])
 def test_error_messages(tmp_path, presets, text, message):
     if message is None:
@@ -243,6 +312,48 @@ def test_error_messages(tmp_path, presets, text, message):
         return
     err = load_error(tmp_path, text, presets)
     assert str(err).startswith(message), str(err)
+
+
+@pytest.mark.parametrize("arrays, message", [
+    ({"positions": np.zeros((3, 5, 3))}, "array 'positions' must have shape (4, 5, 3) "
+                                         "(frames + 1, collider vertices, 3), got (3, 5, 3)"),
+    ({"positions": np.zeros((4, 4, 3))}, "must have shape (4, 5, 3)"),
+    ({"pos": np.zeros((4, 5, 3))}, "motion.npz has no array 'positions' (has: pos)"),
+    ({"positions": np.full((4, 5, 3), np.inf)}, "non-finite values (first at frame 0)"),
+])
+def test_collider_motion_errors(tmp_path, arrays, message):
+    (tmp_path / "body.obj").write_text(SQUARE_OBJ)
+    np.savez(tmp_path / "motion.npz", **arrays)
+    err = load_error(tmp_path, 'frames = 3\n' + GRID + '[[collider]]\nmesh = "body.obj"\n'
+                               'positions = "motion.npz"\n')
+    assert err.key == "collider[0].positions"
+    assert message in err.problem
+
+
+def test_collider_motion_is_positions_or_velocity_not_both(tmp_path):
+    (tmp_path / "body.obj").write_text(SQUARE_OBJ)
+    np.savez(tmp_path / "motion.npz", positions=np.zeros((4, 5, 3)))
+    err = load_error(tmp_path, 'frames = 3\n' + GRID + '[[collider]]\nmesh = "body.obj"\n'
+                               'positions = "motion.npz"\nvelocity = [0, 0, 1]\n')
+    assert err.key == "collider[0].velocity" and "cannot be combined" in err.problem
+
+
+def test_collider_mesh_errors_keep_file_and_line(tmp_path):
+    (tmp_path / "body.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n")
+    err = load_error(tmp_path, GRID + '[[collider]]\nmesh = "body.obj"\n')
+    assert str(err).startswith("collider[0].mesh: body.obj:4: face index 9 out of range")
+    (tmp_path / "points.obj").write_text("v 0 0 0\n")
+    err = load_error(tmp_path, GRID + '[[collider]]\nmesh = "points.obj"\n')
+    assert str(err) == "collider[0].mesh: points.obj has no faces"
+
+
+def test_bad_collider_exits_2_with_one_line(tmp_path, capsys):
+    path = write_scene(tmp_path, GRID + '[[collider]]\nmesh = "missing.obj"\n')
+    assert main(["run", str(path), "--out", str(tmp_path / "r.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"error: collider[0].mesh: file not found: {tmp_path / 'missing.obj'}")
+    assert not (tmp_path / "r.npz").exists()
 
 
 def test_missing_mesh_file_names_the_absolute_path(tmp_path):
@@ -350,6 +461,12 @@ VALID = {
     },
     "solver": {"model": "implicit", "substeps": 5, "midpoint_blend": 0.5, "settle": False},
     "wind": {"velocity": [1.0, 0.0, 0.0], "turbulence": 0.5, "seed": 3},
+    "collider": [
+        {"sphere": {"center": [0.0, 0.0, 0.5], "radius": 0.5}, "thickness": 0.005,
+         "friction": 0.3, "velocity": [0.0, 0.0, 0.1]},
+        {"plane": {"point": [0.0, 0.0, 0.0], "normal": [0.0, 0.0, 1.0]}},
+        {"mesh": "cloth.obj", "positions": "body.npz", "friction": 0.5},
+    ],
 }
 GRID_CLOTH = {"grid": {"size": [1.0, 1.0], "resolution": [4, 4], "center": [0.0, 0.0, 1.0]},
               "pin": [0, 15], "material": "cotton"}
@@ -358,6 +475,7 @@ KNOWN_KEYS = sorted({
     "frames", "fps", "gravity", "cloth", "solver", "wind", "mesh", "grid", "material", "pin",
     "pin_weights", "pin_motion", "thickness", "size", "resolution", "center", "preset",
     "velocity", "turbulence", "turbulence_scale", "turbulence_frequency", "seed",
+    "collider", "sphere", "plane", "radius", "point", "normal", "friction", "positions",
     *(f.name for f in dataclasses.fields(SolverSettings)),
     *(f.name for f in dataclasses.fields(MaterialParams)),
 })
@@ -385,6 +503,7 @@ def scene_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuzz")
     (folder / "cloth.obj").write_text(SQUARE_OBJ)
     np.savez(folder / "pins.npz", positions=np.zeros((4, 2, 3)))
+    np.savez(folder / "body.npz", positions=np.zeros((4, 5, 3)))
     (folder / "presets").mkdir()
     (folder / "presets" / "cotton.toml").write_text(COTTON)
     return folder
@@ -400,6 +519,14 @@ def check_outcome(data, scene_dir):
         return None
     assert isinstance(spec, SimulationSpec)
     assert np.all(np.isfinite(spec.gravity)) and spec.frames >= 1 and spec.fps > 0
+    for c in spec.colliders:
+        assert c.kind in ("sphere", "plane", "mesh") and c.thickness >= 0 and c.friction >= 0
+        if c.kind == "sphere":
+            assert c.radius > 0 and np.all(np.isfinite(c.center))
+        if c.kind == "plane":
+            assert abs(np.linalg.norm(c.normal) - 1.0) < 1e-12
+        if c.positions is not None:
+            assert c.positions.shape == (spec.frames + 1, c.mesh.vertex_count, 3)
     return spec
 
 
@@ -466,6 +593,9 @@ toml_lines = st.sampled_from([
     "pin_weights = [1.0, 0.5]", 'pin_motion = "pins.npz"', "thickness = 0.01", "[solver]",
     'model = "mass_spring"', "substeps = 3", "settle = true", "[wind]",
     "velocity = [1, 0, 0]", "seed = 2", "[[collider]]", "x = 1979-05-27T07:32:00Z", "= 3",
+    "sphere = { center = [0, 0, 0], radius = 0.5 }", "sphere = { radius = -1 }",
+    "plane = { point = [0, 0, 0], normal = [0, 0, 1] }", 'mesh = "cloth.obj"',
+    'positions = "body.npz"', "friction = 0.4", "thickness = -1",
     'a."b c" = [[1], [2.0]]',
 ])
 

@@ -6,8 +6,10 @@ When impulses cannot clear a cluster of collisions, the points involved are merg
 clean) and each zone moves rigidly: its vertices get the velocity field v_cm + ω × (x0 − x_cm)
 that keeps the zone's linear and angular momentum. That motion maps the start configuration by
 an invertible affine map at every instant of the step, so no two elements of one zone can cross
-each other. A zone that holds a point that cannot move (a hard pin or a collider vertex) takes
-the mean motion of those points instead: exact for static or translating colliders and pins.
+each other. A zone that holds a point that cannot move (a hard pin or a collider vertex) or a
+vertex touching a sphere or plane takes the mean motion of those instead: exact for static or
+translating colliders and pins. If the zones still collide after many rounds, their vertices
+stay where they started (``freeze``), which is collision-free when the colliders do not move.
 """
 
 from __future__ import annotations
@@ -25,6 +27,13 @@ class ImpactZones:
     def __init__(self, point_count: int):
         self.parent = np.arange(point_count)
         self.active = np.zeros(point_count, bool)
+        self.anchor = np.full((point_count, 3), np.nan)  # velocity of a collider it touches
+
+    def hold(self, points: np.ndarray, velocity: np.ndarray) -> None:
+        """Points touching an analytic collider moving with ``velocity`` (K, 3) [m/s]: their
+        zones move with it."""
+        self.active[points] = True
+        self.anchor[points] = velocity
 
     def _find(self, i: int) -> int:
         p = self.parent
@@ -69,13 +78,21 @@ class ImpactZones:
             if len(movable) == 0:
                 continue
             fixed = z[inv_mass[z] <= 0.0]
-            if len(fixed):
-                vel = np.broadcast_to(u[fixed].mean(axis=0), (len(movable), 3))
+            held = movable[~np.isnan(self.anchor[movable, 0])]
+            if len(fixed) or len(held):
+                vel = np.concatenate([u[fixed], self.anchor[held]]).mean(axis=0)
+                vel = np.broadcast_to(vel, (len(movable), 3))
             else:
                 vel = _rigid_velocity(x0[movable], u[movable], mass[movable])
             u[movable] = vel
             v1[movable] = vel
         return len(zones)
+
+    def freeze(self, u: np.ndarray, v1: np.ndarray, inv_mass: np.ndarray) -> None:
+        """The last resort: every movable point of a zone stays where it started."""
+        pts = np.nonzero(self.active & (inv_mass > 0.0))[0]
+        u[pts] = 0.0
+        v1[pts] = 0.0
 
 
 def _rigid_velocity(x: np.ndarray, v: np.ndarray, m: np.ndarray) -> np.ndarray:

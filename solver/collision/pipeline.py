@@ -22,17 +22,18 @@ import numpy as np
 
 from ..model import ClothModel
 from ..spec import Collider
-from .analytic import predicted_contacts, sphere_faces, vertex_contacts
+from .analytic import contact_records, predicted_contacts, sphere_face_records
 from .bvh import TriangleTree
 from .colliders import ColliderSet, ColliderState
 from .constraints import ContactSet, merge_deepest
 from .features import mesh_features
 from .impact_zones import ImpactZones
 from .intersections import RAY, analytic_depth, count_intersecting_pairs, mesh_depth
-from .narrow_phase import CONTINUOUS, D0, GAP, MU, NX, PROXIMITY, PairTester
+from .narrow_phase import CONTINUOUS, D0, GAP, MU, NX, PROXIMITY, RECORD, UX, PairTester
 from .response import apply_contacts
 
-PROXIMITY_PASSES = 4    # Gauss–Seidel sweeps over the proximity contacts
+PROXIMITY_PASSES = 20   # most Gauss–Seidel sweeps over the proximity contacts
+SETTLED = 1e-3          # ... which stop once no contact moves by this fraction of its gap
 CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take over
 ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
 ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
@@ -111,7 +112,12 @@ class CollisionHandler:
         self._cloth_pad = np.full(self.T, 0.5 * m.thickness)
         self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
             if c.has_mesh else np.zeros(0)
-        self._contact = np.zeros(V, np.int64)
+        # spheres small against the cloth's triangles can poke between the vertices: their
+        # contacts are also tested against the triangles' interiors
+        # (a triangle of circumradius ρ with its corners on the sphere dips ρ²/(2r) inside)
+        longest = float(np.max(model.edge_rest_length, initial=0.0))
+        self._sphere_faces = longest ** 2 / (2.0 * np.maximum(c.sphere_radius, 1e-300)) \
+            >= ANALYTIC_CCD_GAP * c.sphere_gap
 
     @property
     def active(self) -> bool:
@@ -136,52 +142,70 @@ class CollisionHandler:
         U = np.concatenate([(x1 - x0) / h, (c1.mesh_positions - c0.mesh_positions) / h])
         W = np.concatenate([v1, U[V:]])
         im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
-        meshy = self.self_collision or self.colliders.has_mesh
+        # 1. proximity: everything in one projected Gauss–Seidel, so that stacked contacts
+        # (cloth on cloth on a collider) support each other
+        idx, rec, _ = self._contacts(PROXIMITY, 1.0, P0, U, im, h, c0, c1)
+        stats.contacts += len(idx)
+        if len(idx):
+            apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES,
+                           SETTLED * float(rec[:, GAP].min()) / h)
 
-        # 1. proximity
-        stats.contacts += self._analytic(x0, U[:V], W[:V], inv_mass, h, c0, c1, 1.0, 3)
-        if meshy:
-            idx, rec = self._detect(PROXIMITY, P0, U, im, h)
-            stats.contacts += len(idx)
-            if len(idx):
-                apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES)
-
-        # 2. continuous collisions, then 3. impact zones
-        zones = None
-        for rnd in range(CCD_ROUNDS + ZONE_ROUNDS):
-            hits = 0
-            if meshy:
-                idx, rec = self._detect(CONTINUOUS, P0, U, im, h)
-                hits = len(idx)
-                stats.collisions += hits
-                if hits and rnd < CCD_ROUNDS:
-                    apply_contacts(idx, rec, U, W, im, h, 1)
-                elif hits:
-                    if zones is None:
-                        zones = ImpactZones(len(P0))
-                    zones.merge(idx, rec[:, :4])
-                    stats.impact_zones = zones.apply(P0, U, W, self.mass, im)
-            pushed = self._analytic(x0, U[:V], W[:V], inv_mass, h, c0, c1, ANALYTIC_CCD_GAP, 2)
-            if hits == 0 and pushed == 0:
+        # 2. continuous collisions
+        hits = 0
+        for _ in range(CCD_ROUNDS):
+            idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1)
+            hits = len(idx)
+            if hits == 0:
                 break
-        else:
-            stats.unresolved = hits
+            stats.collisions += hits
+            apply_contacts(idx, rec, U, W, im, h, 1, 0.0)
+        # 3. impact zones: what still collides moves rigidly (with a collider it touches)
+        if hits:
+            zones = ImpactZones(len(P0))
+            for rnd in range(ZONE_ROUNDS + 1):
+                idx, rec, analytic = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h,
+                                                    c0, c1)
+                if len(idx) == 0:
+                    break
+                if rnd == ZONE_ROUNDS:
+                    zones.freeze(U, W, im)  # the last resort
+                    stats.unresolved = len(idx)
+                    break
+                stats.collisions += len(idx)
+                zones.merge(idx[~analytic], rec[~analytic, :4])
+                zones.hold(idx[analytic, 0], rec[analytic, UX:UX + 3])
+                stats.impact_zones = zones.apply(P0, U, W, self.mass, im)
         x1[:] = x0 + h * U[:V]
         v1[:] = W[:V]
         return stats
 
-    def _analytic(self, x0, u, v1, inv_mass, h, c0, c1, gap_scale, passes) -> int:
+    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1):
+        """All contacts (PROXIMITY) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
+        (idx, records, True where a record is against a sphere or plane); the spheres and
+        planes ask for analytic_scale times their gap."""
+        parts = []
         c = self.colliders
-        if not c.has_analytic:
-            return 0
-        vertex_contacts(x0, u, v1, inv_mass, h, c0.sphere_centers, c1.sphere_centers,
-                        c.sphere_radius, c.sphere_gap, c.sphere_mu, c0.plane_points,
-                        c1.plane_points, c.plane_normal, c.plane_gap, c.plane_mu, gap_scale,
-                        passes, self._contact)
-        n = int(self._contact.sum())
-        n += sphere_faces(self.model.triangles, x0, u, v1, inv_mass, h, c1.sphere_centers,
-                          c.sphere_radius)
-        return n
+        V = self.V
+        if c.has_analytic:
+            parts.append(contact_records(P0[:V], U[:V], im[:V], h, c0.sphere_centers,
+                                         c1.sphere_centers, c.sphere_radius, c.sphere_gap,
+                                         c.sphere_mu, c0.plane_points, c1.plane_points,
+                                         c.plane_normal, c.plane_gap, c.plane_mu,
+                                         analytic_scale))
+            k = self._sphere_faces
+            if k.any():
+                parts.append(sphere_face_records(
+                    self.model.triangles, P0[:V], U[:V], im[:V], h, c0.sphere_centers[k],
+                    c1.sphere_centers[k], c.sphere_radius[k], c.sphere_gap[k], c.sphere_mu[k],
+                    ANALYTIC_CCD_GAP))
+        n_analytic = sum(len(p[0]) for p in parts)
+        if self.self_collision or c.has_mesh:
+            parts.append(self._detect(mode, P0, U, im, h))
+        if not parts:
+            return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool)
+        idx = np.concatenate([p[0] for p in parts])
+        rec = np.concatenate([p[1] for p in parts])
+        return idx, rec, np.arange(len(idx)) < n_analytic
 
     def contact_constraints(self, x0: np.ndarray, v_pred: np.ndarray, inv_mass: np.ndarray,
                             h: float, c0: ColliderState, c1: ColliderState) -> ContactSet:

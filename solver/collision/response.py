@@ -24,21 +24,22 @@ from .narrow_phase import D0, GAP, MU, NX, UX
 
 
 @njit
-def apply_contacts(idx, rec, u, v1, inv_mass, h, passes):
-    """Projected Gauss–Seidel over contacts, in place; returns the largest normal velocity
-    change of the last sweep [m/s] (0 once every contact holds).
+def apply_contacts(idx, rec, u, v1, inv_mass, h, passes, tol):
+    """Projected Gauss–Seidel over contacts, in place; returns the sweeps run.
 
     Args:
         idx: point indices (K, 4); rec: contact records (K, RECORD) (narrow_phase.py).
         u: step velocities (N, 3) [m/s]; v1: end velocities (N, 3) [m/s]; inv_mass (N,).
-        h: step [s]; passes: sweeps over all contacts.
+        h: step [s]; passes: most sweeps over all contacts; tol: stop once no sweep changes a
+        relative normal velocity by more than this [m/s].
     """
     K = idx.shape[0]
     lam = np.zeros(K)          # accumulated normal impulse per contact [kg·m/s]
     lam_t = np.zeros((K, 3))   # accumulated friction impulse
     lam_v = np.zeros(K)        # accumulated inelastic impulse on the end velocity
-    worst = 0.0
+    sweeps = 0
     for _ in range(passes):
+        sweeps += 1
         worst = 0.0
         for k in range(K):
             nx, ny, nz = rec[k, NX], rec[k, NX + 1], rec[k, NX + 2]
@@ -96,4 +97,6 @@ def apply_contacts(idx, rec, u, v1, inv_mass, h, passes):
                 v1[i, 0] += c * (dv * nx + dfx)
                 v1[i, 1] += c * (dv * ny + dfy)
                 v1[i, 2] += c * (dv * nz + dfz)
-    return worst
+        if worst <= tol:
+            break
+    return sweeps

@@ -94,7 +94,7 @@ class ImplicitSolver(ClothSolver):
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
-        n = self.settings.substeps or 1
+        n = self._substeps_for_self_contact(frame_dt, self.settings.substeps or 1)
         h = frame_dt / n
         iters = 0
         for k in range(n):
@@ -103,9 +103,10 @@ class ImplicitSolver(ClothSolver):
             if self.settings.settle:
                 iters += self._settle_step(h, hard, soft, wind)
             else:
-                self._predict_contacts(h, targets, k / n, (k + 1) / n)
-                iters += self._dynamic_step(h, hard, soft, wind, (targets.hard1 - targets.hard0)
-                                            / frame_dt)
+                pin_vel = (targets.hard1 - targets.hard0) / frame_dt
+                iters += self._step_with_contacts(
+                    lambda: self._dynamic_step(h, hard, soft, wind, pin_vel), h, targets, k / n,
+                    (k + 1) / n)
             iters += self._limit_strain(h) if not self.settings.settle else 0
             self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
         self.check_finite()
@@ -135,7 +136,7 @@ class ImplicitSolver(ClothSolver):
         v1[fx] = (target[fx] - base_x[fx]) / h  # fixed vertices land exactly on their targets
         contacts = self._contacts  # collider contacts: normal velocity prescribed like pins
         if contacts is not None:
-            contacts.constrain(self.filt, v1)
+            v_tilde = contacts.constrain(self.filt, v1, v_tilde, m.mass)  # + friction impulses
         iters = 0
         free_w = np.where(self.inv_mass > 0, self.inv_mass, 0.0)[:, None]
 
@@ -172,7 +173,7 @@ class ImplicitSolver(ClothSolver):
                 break
         self.dv[:] = 0.0  # next step's Newton correction starts from zero
         if contacts is not None:
-            contacts.release(self.filt, v1, res, m.mass)  # and friction from the reactions
+            contacts.release(self.filt, res)  # keeps the reactions for the friction modes
         self.x_prev, self.v_prev = x0, v0
         self.x = base_x + h * v1
         self.v = v1
