@@ -140,14 +140,15 @@ def sphere_face_records(tris, x0, u, inv_mass, h, s_c0, s_c1, s_r, s_gap, s_mu, 
 
 @njit(parallel=True)
 def predicted_contacts(x0, vp, inv_mass, h, s_c0, s_c1, s_r, s_gap, s_mu, p_o0, p_o1, p_n,
-                       p_gap, p_mu, best, normal, vel, surf, fric):
+                       p_gap, p_mu, best, normal, vel, surf, fric, start, gap_out):
     """For each cloth vertex, the sphere or plane it is predicted to come closest to within its
     gap this step (velocity vp (V, 3) [m/s] from x0 (V, 3) [m]), for the implicit solve's
     contact constraints (constraints.py).
 
     Outputs per vertex: best = predicted end separation minus the gap [m] (< 0: a contact;
     +inf: none), the start normal, the normal velocity that ends the step at the gap [m/s],
-    the surface velocity (V, 3) [m/s] and the friction coefficient.
+    the surface velocity (V, 3) [m/s], the friction coefficient, the start separation minus
+    the gap [m] and the gap [m].
     """
     A = s_r.shape[0] + p_n.shape[0]
     for i in prange(x0.shape[0]):
@@ -165,3 +166,5 @@ def predicted_contacts(x0, vp, inv_mass, h, s_c0, s_c1, s_r, s_gap, s_mu, p_o0, 
                 vel[i] = (gap - d0) / h + ux * nx + uy * ny + uz * nz
                 surf[i, 0], surf[i, 1], surf[i, 2] = ux, uy, uz
                 fric[i] = mu
+                start[i] = d0 - gap
+                gap_out[i] = gap

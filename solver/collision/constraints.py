@@ -85,9 +85,27 @@ class ContactSet:
         """These contacts plus those of other at vertices not already here."""
         return ContactSet.concat(self, other._rows(~np.isin(other.vertices, self.vertices)))
 
-    def inherit(self, previous: "ContactSet | None") -> None:
-        """Take the friction mode and impulse of the previous step's contact at the same
-        vertex (steady contact then needs no re-solve)."""
+    def estimate_modes(self, v: np.ndarray, mass: np.ndarray) -> None:
+        """Friction modes from a predicted velocity v (V, 3) [m/s], ignoring the cloth's own
+        forces: the normal impulse J that brings the normal velocity to its target, then
+        stick if the tangential momentum is at most μ·J, else slide with μ·J against it
+        (exact for a lone vertex landing or resting on a surface)."""
+        if not len(self):
+            return
+        i, n = self.vertices, self.normals
+        rel = v[i] - self.surface_velocity
+        J = mass[i] * np.maximum(self.target - np.sum(v[i] * n, axis=1), 0.0)
+        pt = mass[i][:, None] * (rel - np.sum(rel * n, axis=1)[:, None] * n)
+        lpt = np.linalg.norm(pt, axis=1)
+        bound = self.friction * J
+        self.stick = (lpt <= bound) & (bound > 0.0)
+        self.impulse = np.where(self.stick[:, None], 0.0,
+                                -pt * (bound / np.where(lpt > 0, lpt, 1.0))[:, None])
+
+    def inherit(self, previous: "ContactSet | None", v: np.ndarray, mass: np.ndarray) -> None:
+        """Friction modes: the previous step's mode and impulse where the vertex was in contact
+        then (steady contact needs no re-solve), else estimated from v (estimate_modes)."""
+        self.estimate_modes(v, mass)
         if previous is None or not len(previous) or not len(self):
             return
         order = np.argsort(previous.vertices)
@@ -133,8 +151,10 @@ class ContactSet:
         filt[self.vertices] = np.eye(3)
         self.reaction = -residual[self.vertices]
 
-    def update(self, v: np.ndarray, mass: np.ndarray) -> tuple["ContactSet", bool]:
-        """Friction modes consistent with the last solve (end velocities v (V, 3)).
+    def update(self, v: np.ndarray, mass: np.ndarray,
+               release: bool = True) -> tuple["ContactSet", bool]:
+        """Friction modes consistent with the last solve (end velocities v (V, 3)); with
+        release, contacts whose reaction pulls are dropped (else they stay, without friction).
 
         Returns (the new set, whether it differs enough to solve again).
         """
@@ -165,7 +185,7 @@ class ContactSet:
                        or np.any(np.linalg.norm(impulse - self.impulse, axis=1)
                                  > CHANGE * np.maximum(bound, 1e-300)))
         out = ContactSet(i, n, self.target, U, mu, new_stick, impulse, self.reaction)
-        return (out._rows(~pulling) if np.any(pulling) else out), changed
+        return (out._rows(~pulling) if release and np.any(pulling) else out), changed
 
 
 def merge_deepest(groups: list[tuple[np.ndarray, ...]]) -> ContactSet:

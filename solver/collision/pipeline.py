@@ -208,13 +208,15 @@ class CollisionHandler:
         return idx, rec, np.arange(len(idx)) < n_analytic
 
     def contact_constraints(self, x0: np.ndarray, v_pred: np.ndarray, inv_mass: np.ndarray,
-                            h: float, c0: ColliderState, c1: ColliderState) -> ContactSet:
-        """Cloth vertices predicted to reach a collider this step, one contact each (the
-        deepest), for the implicit solve (constraints.py).
+                            h: float, c0: ColliderState, c1: ColliderState,
+                            near: float = np.inf) -> ContactSet:
+        """Cloth vertices whose path x0 + t·h·v_pred reaches a collider's contact distance this
+        step, one contact each (the deepest), for the implicit solve (constraints.py).
 
         Args:
-            x0: positions (V, 3) [m]; v_pred: predicted velocities (V, 3) [m/s].
+            x0: positions (V, 3) [m]; v_pred: velocities (V, 3) [m/s].
             inv_mass: (V,); h: step [s]; c0, c1: collider states at the start and end.
+            near: only vertices that start within (1 + near) times the contact distance.
         """
         c = self.colliders
         V = self.V
@@ -225,11 +227,13 @@ class CollisionHandler:
             vel = np.zeros(V)
             surf = np.zeros((V, 3))
             fric = np.zeros(V)
+            start = np.zeros(V)
+            gap = np.zeros(V)
             predicted_contacts(x0, v_pred, inv_mass, h, c0.sphere_centers, c1.sphere_centers,
                                c.sphere_radius, c.sphere_gap, c.sphere_mu, c0.plane_points,
                                c1.plane_points, c.plane_normal, c.plane_gap, c.plane_mu, best,
-                               normal, vel, surf, fric)
-            i = np.nonzero(best < 0.0)[0]
+                               normal, vel, surf, fric, start, gap)
+            i = np.nonzero((best < 0.0) & (start <= near * gap))[0]
             groups.append((i, best[i], normal[i], vel[i], surf[i], fric[i]))
         if c.has_mesh:
             P0 = np.concatenate([x0, c0.mesh_positions])
@@ -237,6 +241,7 @@ class CollisionHandler:
             im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
             idx, rec = self._detect(PROXIMITY, P0, U, im, h, with_self=False)
             keep = (idx[:, 0] < V) & (idx[:, 1] >= V)  # cloth vertex against a collider face
+            keep &= rec[:, D0] - rec[:, GAP] <= near * rec[:, GAP]
             idx, rec = idx[keep], rec[keep]
             n = rec[:, NX:NX + 3]
             w = rec[:, :4]

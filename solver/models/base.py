@@ -16,6 +16,12 @@ from ..strain_limit import apply_strain_limit, tethers
 
 
 CONTACT_SOLVES = 3  # implicit solves per step at most while collider contacts are found
+# Contacts are predicted only for vertices that start within (1 + CONTACT_NEAR) times their
+# contact distance: predicting approaching ones from their velocity plus gravity prescribed
+# landings that the cloth's own forces would have slowed (the constraints then pulled), and
+# the active set flip-flopped; those are found from the solved path instead.
+CONTACT_NEAR = 0.5
+CONTACT_RESOLVE = 0.05  # re-solve only when the solved path reaches this many new contacts
 # With self-collision, layers are pushed apart after the solve; when the cloth's parts move
 # relative to each other by more than this fraction of an edge per step, those pushes stretch
 # the cloth (measured: 40-190% strain at 1 step per frame on a strip piling up), so the
@@ -91,8 +97,11 @@ class ClothSolver:
         iterations) with collider contacts and friction as constraints in self._contacts
         (collision/constraints.py): first those predicted from each vertex's velocity plus
         gravity, with the friction modes of the previous step; then, while the solved path
-        reaches a collider at other vertices or the friction modes change, solved again from
-        the same start (at most CONTACT_SOLVES). A step replaces self.x, self.v (and the
+        reaches a collider at other vertices, solved again from the same start with those
+        added and the friction modes updated (at most CONTACT_SOLVES). Releases (reactions
+        that pull) and mode changes alone wait for the next step: stiff cloth on a curved
+        collider flip-flopped between releasing and re-adding within a step, always taking
+        the most solves (measured), for what is at most one step of adhesion or friction lag. A step replaces self.x, self.v (and the
         attributes in _STEP_STATE) without writing into the old arrays, so restoring them
         restarts it."""
         c = self.collisions
@@ -103,18 +112,22 @@ class ClothSolver:
         c0, c1 = frame.at(s0), frame.at(s1)
         start = {k: getattr(self, k) for k in ("x", "v", *_STEP_STATE) if hasattr(self, k)}
         x0, mass = self.x, self.model.mass
-        found = c.contact_constraints(x0, self.v + h * self.gravity, self.inv_mass, h, c0, c1)
-        found.inherit(self._last_contacts)
+        v_pred = self.v + h * self.gravity
+        found = c.contact_constraints(x0, v_pred, self.inv_mass, h, c0, c1, near=CONTACT_NEAR)
+        found.inherit(self._last_contacts, v_pred, mass)
         self._contacts = found if len(found) else None
         iters = step()
         for _ in range(CONTACT_SOLVES - 1):
-            current, changed = (None, False) if self._contacts is None \
-                else self._contacts.update(self.v, mass)
-            reached = c.contact_constraints(x0, (self.x - x0) / h, self.inv_mass, h, c0, c1)
+            solved = (self.x - x0) / h
+            reached = c.contact_constraints(x0, solved, self.inv_mass, h, c0, c1)
+            reached.estimate_modes(solved, mass)
+            current = None if self._contacts is None \
+                else self._contacts.update(self.v, mass, release=False)[0]
             merged = reached if current is None else current.union(reached)
-            changed |= len(merged) > (0 if current is None else len(current))
-            if not changed:
-                break
+            have = 0 if current is None else len(current)
+            if len(merged) - have <= CONTACT_RESOLVE * have:
+                break  # a few stragglers are left to the collision pipeline; friction modes
+                # and releases that changed take effect at the next step
             for k, value in start.items():
                 setattr(self, k, value)
             self._contacts = merged if len(merged) else None
