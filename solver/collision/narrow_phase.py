@@ -73,12 +73,33 @@ def _boxes_apart(x0, x1, i0, i1, i2, i3, split, pad):
     return False
 
 
+@njit(inline="always")
+def _moved_by(p0, p1, q0, q1):
+    """|(p1 − p0) − (q1 − q0)|: how far q's motion carries it relative to p."""
+    dx = (p1[0] - p0[0]) - (q1[0] - q0[0])
+    dy = (p1[1] - p0[1]) - (q1[1] - q0[1])
+    dz = (p1[2] - p0[2]) - (q1[2] - q0[2])
+    return np.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+@njit
+def _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
+    """Largest motion [m] of a point of the first primitive relative to one of the second."""
+    m = max(_moved_by(a0, a1, c0, c1), _moved_by(a0, a1, d0, d1))
+    if kind == VERTEX_FACE:
+        return max(m, _moved_by(a0, a1, b0, b1))
+    return max(m, _moved_by(b0, b1, c0, c1), _moved_by(b0, b1, d0, d1))
+
+
 @njit
 def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu, group_gap,
-          group_mu, h_out):
-    """One feature pair; writes the record into h_out (RECORD,) and returns True on a contact."""
+          group_mu, moved, h_out):
+    """One feature pair; writes the record into h_out (RECORD,) and returns True on a contact.
+    moved: (N,) flags, or empty for all pairs; only pairs with a flagged point are tested."""
     if inv_mass[i0] + inv_mass[i1] + inv_mass[i2] + inv_mass[i3] <= 0.0:
         return False  # nothing here can move
+    if moved.shape[0] and not (moved[i0] or moved[i1] or moved[i2] or moved[i3]):
+        return False  # same path as when it was last found clear
     dist, mu = _pair_params(i0, i1, i2, i3, group, self_gap, self_mu, group_gap, group_mu)
     tol = max(0.1 * dist, MIN_DISTANCE)
     split = 1 if kind == VERTEX_FACE else 2
@@ -99,6 +120,12 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
                                         d1, tol)
         want = dist
     else:
+        # the closest points move apart or together at most by the largest relative motion
+        # of a point of one primitive against a point of the other: far enough apart at the
+        # start, the pair cannot touch (and skips the cubic)
+        if np.sqrt(gap(kind, 0.0, a0, b0, c0, d0, a0, b0, c0, d0)[0]) \
+                > tol + _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
+            return False
         t, w0, w1, w2, w3, nx, ny, nz = first_contact(kind, a0, b0, c0, d0, a1, b1, c1, d1, tol)
         if t < 0.0:
             return False
@@ -122,7 +149,7 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
 
 @njit(parallel=True)
 def _collect(mode, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group, self_gap,
-             self_mu, group_gap, group_mu, cap, out_i, out_f, counts):
+             self_mu, group_gap, group_mu, moved, cap, out_i, out_f, counts):
     P = pairs.shape[0]
     per = (P + _CHUNKS - 1) // _CHUNKS
     for c in prange(_CHUNKS):
@@ -131,6 +158,10 @@ def _collect(mode, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group, se
         base = c * cap
         for p in range(c * per, min(P, (c + 1) * per)):
             A, B = pairs[p, 0], pairs[p, 1]
+            if moved.shape[0] and not (moved[tris[A, 0]] or moved[tris[A, 1]]
+                                       or moved[tris[A, 2]] or moved[tris[B, 0]]
+                                       or moved[tris[B, 1]] or moved[tris[B, 2]]):
+                continue
             for side in range(2):
                 S, F = (A, B) if side == 0 else (B, A)
                 f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
@@ -139,7 +170,7 @@ def _collect(mode, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group, se
                     if v < 0 or v == f0 or v == f1 or v == f2:
                         continue
                     if _test(mode, VERTEX_FACE, v, f0, f1, f2, x0, x1, inv_mass, group,
-                             self_gap, self_mu, group_gap, group_mu, rec):
+                             self_gap, self_mu, group_gap, group_mu, moved, rec):
                         if n < cap:
                             out_i[base + n, 0], out_i[base + n, 1] = v, f0
                             out_i[base + n, 2], out_i[base + n, 3] = f1, f2
@@ -158,7 +189,7 @@ def _collect(mode, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group, se
                     if p0 == q0 or p0 == q1 or p1 == q0 or p1 == q1:
                         continue
                     if _test(mode, EDGE_EDGE, p0, p1, q0, q1, x0, x1, inv_mass, group,
-                             self_gap, self_mu, group_gap, group_mu, rec):
+                             self_gap, self_mu, group_gap, group_mu, moved, rec):
                         if n < cap:
                             out_i[base + n, 0], out_i[base + n, 1] = p0, p1
                             out_i[base + n, 2], out_i[base + n, 3] = q0, q1
@@ -204,19 +235,23 @@ class PairTester:
             self.group_gap = np.zeros(1)
             self.group_mu = np.zeros(1)
         self._cap = 64
+        self._all = np.zeros(0, np.uint8)  # "no filter"
 
     def run(self, mode: int, pairs: np.ndarray, x0: np.ndarray, x1: np.ndarray,
-            inv_mass: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Contacts (idx (K, 4), records (K, RECORD)) among the candidate triangle pairs."""
+            inv_mass: np.ndarray, moved: np.ndarray | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Contacts (idx (K, 4), records (K, RECORD)) among the candidate triangle pairs; with
+        moved (N,) flags, only feature pairs that have a flagged point."""
         if len(pairs) == 0:
             return np.zeros((0, 4), np.int64), np.zeros((0, RECORD))
+        moved = self._all if moved is None else moved
         counts = np.zeros(_CHUNKS, np.int64)
         while True:
             out_i = np.empty((_CHUNKS * self._cap, 4), np.int64)
             out_f = np.empty((_CHUNKS * self._cap, RECORD))
             _collect(mode, pairs, self.tris, self.own_v, self.own_e, self.edges, x0, x1,
                      inv_mass, self.group, self.self_gap, self.self_mu, self.group_gap,
-                     self.group_mu, self._cap, out_i, out_f, counts)
+                     self.group_mu, moved, self._cap, out_i, out_f, counts)
             need = int(counts.max())
             if need <= self._cap:
                 return _compact(out_i, out_f, counts, self._cap)

@@ -37,6 +37,7 @@ SETTLED = 1e-3          # ... which stop once no contact moves by this fraction 
 CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take over
 ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
 ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
+SLACK = 1e-3            # [m] growth of the candidate boxes, so later rounds reuse the pairs
 
 
 @dataclass
@@ -109,6 +110,7 @@ class CollisionHandler:
         self.cloth_tree = TriangleTree(model.triangles, model.rest_positions)
         rest = c.state(0).mesh_positions
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
+        self._pair_cache = None
         self._cloth_pad = np.full(self.T, 0.5 * m.thickness)
         self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
             if c.has_mesh else np.zeros(0)
@@ -150,15 +152,19 @@ class CollisionHandler:
             apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES,
                            SETTLED * float(rec[:, GAP].min()) / h)
 
-        # 2. continuous collisions
+        # 2. continuous collisions; after the first round only pairs whose path changed
         hits = 0
+        moved = None
         for _ in range(CCD_ROUNDS):
-            idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1)
+            idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1,
+                                         moved)
             hits = len(idx)
             if hits == 0:
                 break
             stats.collisions += hits
+            before = U.copy()
             apply_contacts(idx, rec, U, W, im, h, 1, 0.0)
+            moved = np.any(U != before, axis=1).astype(np.uint8)
         # 3. impact zones: what still collides moves rigidly (with a collider it touches)
         if hits:
             zones = ImpactZones(len(P0))
@@ -179,10 +185,10 @@ class CollisionHandler:
         v1[:] = W[:V]
         return stats
 
-    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1):
+    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None):
         """All contacts (PROXIMITY) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
         (idx, records, True where a record is against a sphere or plane); the spheres and
-        planes ask for analytic_scale times their gap."""
+        planes ask for analytic_scale times their gap; moved: see _detect."""
         parts = []
         c = self.colliders
         V = self.V
@@ -200,7 +206,7 @@ class CollisionHandler:
                     ANALYTIC_CCD_GAP))
         n_analytic = sum(len(p[0]) for p in parts)
         if self.self_collision or c.has_mesh:
-            parts.append(self._detect(mode, P0, U, im, h))
+            parts.append(self._detect(mode, P0, U, im, h, moved=moved))
         if not parts:
             return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool)
         idx = np.concatenate([p[0] for p in parts])
@@ -252,21 +258,32 @@ class CollisionHandler:
             groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
         return merge_deepest(groups)
 
-    def _detect(self, mode, P0, U, im, h, with_self=True):
-        """Contacts (PROXIMITY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U."""
+    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None):
+        """Contacts (PROXIMITY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U; with
+        ``moved`` (N,) only pairs with a point flagged there.
+
+        The candidate triangle pairs come from boxes grown by SLACK and are reused while no
+        end position has moved more than SLACK since (same start P0): a later round of the
+        same step then needs no tree query."""
         P1 = P0 + h * U
         V = self.V
-        self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad)
-        pairs = []
-        if self.self_collision and with_self:
-            pairs.append(self.cloth_tree.self_pairs())
-        if self.colliders.has_mesh:
-            self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad)
-            cross = self.cloth_tree.pairs_with(self.collider_tree)
-            cross[:, 1] += self.T
-            pairs.append(cross)
-        pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
-        return self.tester.run(mode, pairs, P0, P1, im)
+        cache = self._pair_cache
+        if cache is not None and cache[0] is P0 and cache[1] == with_self \
+                and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK:
+            pairs = cache[3]
+        else:
+            self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
+            pairs = []
+            if self.self_collision and with_self:
+                pairs.append(self.cloth_tree.self_pairs())
+            if self.colliders.has_mesh:
+                self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad + SLACK)
+                cross = self.cloth_tree.pairs_with(self.collider_tree)
+                cross[:, 1] += self.T
+                pairs.append(cross)
+            pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
+            self._pair_cache = (P0, with_self, P1, pairs)
+        return self.tester.run(mode, pairs, P0, P1, im, moved)
 
     def report(self, x: np.ndarray, state: ColliderState) -> IntersectionReport:
         """Independent intersection checks of cloth positions x [m] (V, 3) against itself and
