@@ -90,6 +90,7 @@ class ClothSolver:
         self.collision_stats = CollisionStats()  # summed since the last reset
         self._contacts: ContactSet | None = None  # collider contacts of the current step
         self._last_contacts: ContactSet | None = None  # and of the previous one
+        self._warm_start: np.ndarray | None = None  # first guess of a repeated implicit solve
 
     def _step_with_contacts(self, step: Callable[[], int], h: float, targets: FrameTargets,
                             s0: float, s1: float) -> int:
@@ -128,10 +129,15 @@ class ClothSolver:
             if len(merged) - have <= CONTACT_RESOLVE * have:
                 break  # a few stragglers are left to the collision pipeline; friction modes
                 # and releases that changed take effect at the next step
+            guess = self.v  # the last solution: the repeated solve starts next to its answer
             for k, value in start.items():
                 setattr(self, k, value)
             self._contacts = merged if len(merged) else None
-            iters += step()
+            self._warm_start = guess
+            try:
+                iters += step()
+            finally:
+                self._warm_start = None
         self._last_contacts = None if self._contacts is None \
             else self._contacts.update(self.v, mass)[0]
         return iters

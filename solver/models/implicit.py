@@ -132,7 +132,7 @@ class ImplicitSolver(ClothSolver):
         fx = self.fixed
         target = x0.copy()
         target[m.hard_pins] = hard
-        v1 = v0.copy()
+        v1 = (v0 if self._warm_start is None else self._warm_start).copy()  # Newton's guess
         v1[fx] = (target[fx] - base_x[fx]) / h  # fixed vertices land exactly on their targets
         contacts = self._contacts  # collider contacts: normal velocity prescribed like pins
         if contacts is not None:
