@@ -4,12 +4,19 @@
 targets and collider shapes from the evaluated meshes, in world space), touching no data
 that it does not restore. ``step()`` simulates one frame at a time (the modal operator calls it
 between UI events; a cancelled job simply is dropped). ``finish()`` converts the results to
-each object's local space and only then replaces the previous bake, in one go.
+each object's local space, checks that every object can still take its keys, and only then
+replaces the previous bake, in one go: nothing is written before the last frame is simulated,
+so a cancel, a failure or Blender quitting mid-bake leaves the previous bake as it was.
+
+Only objects that the view layer's depsgraph evaluates take part: an object excluded from the
+view layer or disabled in viewports has no evaluated mesh (no modifiers, no animation), so it
+is skipped and named in the summary. A hidden object (the eye icon) is evaluated and bakes.
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +42,7 @@ class ClothInput:
         matrices: its world matrix at every frame, (frames + 1, 4, 4).
         key_offsets: displacement its own shape keys add at every frame, (frames + 1, V, 3)
             [object-local m], or None when they add none.
+        name: the object's name when the scene was read (for messages once it is gone).
     """
 
     obj: object
@@ -42,6 +50,7 @@ class ClothInput:
     settings: SolverSettings
     matrices: np.ndarray
     key_offsets: np.ndarray | None
+    name: str = ""
 
 
 @dataclass
@@ -66,14 +75,16 @@ class BakeSummary:
     deepest_penetration_m: float | None
     intersections: int | None
     models: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # "cloth 'Name' (why)" per skipped object
 
     def text(self) -> str:
         pen = "" if self.deepest_penetration_m is None else (
             f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
             f"{self.intersections} intersecting triangle pairs at most")
+        skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
                 f"{self.frame_start}-{self.frame_end} with {'/'.join(self.models)} in "
-                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}")
+                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}{skip}")
 
 
 def supports_multi_piece() -> bool:
@@ -95,37 +106,87 @@ def frame_rate(scene) -> float:
     return scene.render.fps / scene.render.fps_base
 
 
+def not_evaluated_reason(obj, view_layer, depsgraph) -> str | None:
+    """Why the view layer's depsgraph does not evaluate ``obj`` (None if it does). Such an
+    object's ``evaluated_get`` is the original: no modifiers, no animation, stale matrix."""
+    if obj.evaluated_get(depsgraph).is_evaluated:
+        return None
+    if obj.name not in view_layer.objects:
+        return f"excluded from the view layer '{view_layer.name}'"
+    return "disabled in viewports (its own or its collection's monitor icon)"
+
+
+# Jobs in progress: an undo, redo or file load while a modal bake runs replaces the objects the
+# job holds, so the job must not write into them (see ``invalidate_running``).
+_running: weakref.WeakSet = weakref.WeakSet()
+
+
+def invalidate_running(reason: str) -> None:
+    """Make every unfinished job refuse to go on (``step``/``finish`` raise BakeError)."""
+    for job in list(_running):
+        job.invalidated = reason
+
+
 class BakeJob:
     """One bake of every cloth object of the scene (see module docstring)."""
 
     def __init__(self, context, log=None):
         self.scene = context.scene
         self.log = log
+        self.invalidated: str | None = None
         s = self.scene.cloth_solver
         self.frame_start, self.frame_end = s.frame_start, s.frame_end
         if self.frame_end <= self.frame_start:
             raise BakeError(f"the bake frame range {self.frame_start}-{self.frame_end} is empty; "
                             "set End after Start")
-        cloths = cloth_objects(self.scene)
+        self.skipped: list[str] = []
+        depsgraph = context.evaluated_depsgraph_get()
+        cloths = self._evaluated(cloth_objects(self.scene), context.view_layer, depsgraph)
         if not cloths:
+            if self.skipped:
+                raise BakeError(f"no cloth object to bake in view layer "
+                                f"'{context.view_layer.name}': {', '.join(self.skipped)}")
             raise BakeError("no cloth objects: set an object's Cloth Solver role to Cloth")
         for obj in cloths:
             if obj.mode == "EDIT" or obj.data.is_editmode:
                 raise BakeError(f"'{obj.name}' is in Edit Mode; leave it before baking")
+            shape_keys.check_mesh_owner(obj)
             shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
         self.settings = {obj.name: self._solver_settings(obj) for obj in cloths}
         self.materials = {obj.name: self._material(obj) for obj in cloths}
-        inputs, colliders = self._read_scene(context, cloths, collider_objects(self.scene))
+        colliders = self._evaluated(collider_objects(self.scene), context.view_layer, depsgraph)
+        inputs, colliders = self._read_scene(context, cloths, colliders)
         self.groups = self._build(inputs, colliders)
         self.total_frames = len(self.groups) * self.frames
         self.frames_done = 0
         self._group = 0
+        _running.add(self)
+        if self.log is not None:
+            for text in self.skipped:
+                self.log(f"cloth_solver: warning: skipped {text}")
 
     @property
     def frames(self) -> int:
         return self.frame_end - self.frame_start
 
     # ---- validation ----
+
+    def _evaluated(self, objects, view_layer, depsgraph) -> list:
+        """The objects the depsgraph evaluates; the others are recorded in ``skipped``."""
+        kept = []
+        for obj in objects:
+            why = not_evaluated_reason(obj, view_layer, depsgraph)
+            if why is None:
+                kept.append(obj)
+            else:
+                role = "cloth" if obj.cloth_solver.role == "CLOTH" else "collider"
+                self.skipped.append(f"{role} '{obj.name}' ({why})")
+        return kept
+
+    def _check_valid(self) -> None:
+        if self.invalidated:
+            raise BakeError(f"Bake cancelled: {self.invalidated} while baking; nothing was "
+                            "written. Bake again")
 
     @staticmethod
     def _solver_settings(obj) -> SolverSettings:
@@ -190,7 +251,7 @@ class BakeJob:
             setup = ClothSetup(positions0[obj.name], self.materials[obj.name], pin_indices=idx,
                                pin_weights=weights, pin_targets=pin_targets[obj.name])
             inputs.append(ClothInput(obj, setup, self.settings[obj.name], matrices[obj.name],
-                                     offsets.get(obj.name)))
+                                     offsets.get(obj.name), name=obj.name))
         result = []
         for obj in colliders:
             pos = collider_positions[obj.name]
@@ -241,6 +302,7 @@ class BakeJob:
 
     def step(self) -> bool:
         """Simulate one frame; False once every group is done. Raises BakeError on a blow-up."""
+        self._check_valid()
         if self._group >= len(self.groups):
             return False
         g = self.groups[self._group]
@@ -276,6 +338,11 @@ class BakeJob:
         """Replace each cloth's previous bake by the new keys (all conversions first)."""
         if self.frames_done < self.total_frames:
             raise RuntimeError("the bake is not finished")
+        self._check_valid()
+        # Everything that could stop a write is checked before the first previous bake goes.
+        for g in self.groups:
+            for c in g.cloths:
+                self._check_writable(c)
         start = time.perf_counter()
         writes = []
         for g in self.groups:
@@ -308,9 +375,30 @@ class BakeJob:
             max_strain=max(g.max_strain for g in self.groups),
             deepest_penetration_m=max((g.deepest_penetration_m for g in measured), default=None),
             intersections=max((g.intersections for g in measured), default=None),
-            models=sorted({g.simulation.result.model_name for g in self.groups}))
+            models=sorted({g.simulation.result.model_name for g in self.groups}),
+            skipped=list(self.skipped))
         self.scene.cloth_solver.last_report = summary.text()
+        _running.discard(self)
         return summary
+
+    def _check_writable(self, cloth: ClothInput) -> None:
+        """Raise BakeError if the cloth's object changed since the scene was read so that its
+        keys cannot be written (the modal bake lets the user go on working while it runs)."""
+        obj, vertex_count = cloth.obj, len(cloth.setup.mesh.positions)
+        try:
+            name = obj.name
+        except ReferenceError:
+            raise BakeError(f"'{cloth.name}' was deleted while baking; nothing was written. "
+                            "Bake again") from None
+        if obj.mode == "EDIT" or obj.data.is_editmode:
+            raise BakeError(f"'{name}' entered Edit Mode while baking; nothing was written. "
+                            "Leave Edit Mode and bake again")
+        if len(obj.data.vertices) != vertex_count:
+            raise BakeError(f"'{name}': its mesh changed from {vertex_count} to "
+                            f"{len(obj.data.vertices)} vertices while baking; nothing was "
+                            "written. Bake again")
+        shape_keys.check_mesh_owner(obj)
+        shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
 
 
 def _penetrations(report) -> tuple[float | None, int]:

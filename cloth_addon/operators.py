@@ -1,5 +1,11 @@
 """Operators: Bake Cloth (modal with progress and Esc in the UI, synchronous from scripts and
-``blender -b``), Free Bake, and the preset actions."""
+``blender -b``), Free Bake, and the preset actions.
+
+Bake Cloth and Free Bake are one undo step each: Blender pushes it when the operator finishes
+(for the modal bake, on the timer event that writes the keys), never for a cancelled or failed
+bake, which changes nothing. An undo, redo or file load while the modal bake simulates replaces
+the objects it read, so it cancels the bake (handlers below).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +37,27 @@ def _fail(op, message: str):
         print(f"cloth_solver: bake failed: {message}", file=sys.stderr, flush=True)
         sys.exit(1)
     return {"CANCELLED"}
+
+
+def _report_summary(op, summary) -> None:
+    """The summary in the status bar; a warning first if objects were skipped."""
+    if summary.skipped:
+        op.report({"WARNING"}, f"Not baked: {', '.join(summary.skipped)}")
+    op.report({"INFO"}, summary.text())
+
+
+@bpy.app.handlers.persistent
+def _cancel_on_undo(*_args):
+    bake.invalidate_running("an undo or redo happened")
+
+
+@bpy.app.handlers.persistent
+def _cancel_on_load(*_args):
+    bake.invalidate_running("another file was opened")
+
+
+HANDLERS = (("undo_pre", _cancel_on_undo), ("redo_pre", _cancel_on_undo),
+            ("load_pre", _cancel_on_load))
 
 
 class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
@@ -69,7 +96,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             return _fail(self, str(err))
         if log:
             log(f"cloth_solver: {summary.text()}")
-        self.report({"INFO"}, summary.text())
+        _report_summary(self, summary)
         return {"FINISHED"}
 
     def invoke(self, context, event):
@@ -108,7 +135,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         self._end(context)
-        self.report({"INFO"}, summary.text())
+        _report_summary(self, summary)
         return {"FINISHED"}
 
     def cancel(self, context):
@@ -220,8 +247,14 @@ classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_pres
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
+    for name, fn in HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
+    for name, fn in HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        if fn in handlers:
+            handlers.remove(fn)
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

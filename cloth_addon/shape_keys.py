@@ -161,6 +161,19 @@ def _remove_created_action(key, action_name: str) -> None:
         bpy.data.actions.remove(action)
 
 
+def check_mesh_owner(obj) -> None:
+    """Raise BakeError if another object uses ``obj``'s mesh (a linked duplicate): shape keys
+    belong to the mesh, so the bake would move every object that shares it."""
+    others = sorted(o.name for o in bpy.data.objects
+                    if o.data == obj.data and o != obj and o.users > 0)
+    if others:
+        names = ", ".join(f"'{n}'" for n in others)
+        raise BakeError(f"'{obj.name}' shares its mesh '{obj.data.name}' with {names}; shape keys "
+                        "belong to the mesh, so the bake would move those objects too. Make the "
+                        "mesh single-user (Object > Relations > Make Single User > Object & Data) "
+                        "and bake again")
+
+
 def check_key_names(obj, frame_start: int, frame_end: int) -> None:
     """Raise BakeError if a shape key the bake would write already exists and is not part of
     the object's current bake (a user's key that happens to be called cloth_0005)."""

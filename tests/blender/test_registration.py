@@ -17,15 +17,25 @@ def _registered() -> bool:
             and hasattr(bpy.types, "CLOTH_SOLVER_OT_bake"))
 
 
+def _our_handlers() -> dict[str, int]:
+    """How many of the add-on's functions each app handler list holds."""
+    return {name: sum(fn.__module__.endswith("cloth_addon.operators")
+                      for fn in getattr(bpy.app.handlers, name))
+            for name in ("undo_pre", "redo_pre", "load_pre")}
+
+
 def test_register_and_unregister_repeatedly(addon_module, scratch_root):
     assert _registered()
+    assert _our_handlers() == {"undo_pre": 1, "redo_pre": 1, "load_pre": 1}
     for _ in range(3):
         dev_addon.disable(addon_module)
         assert not hasattr(bpy.types.Object, "cloth_solver")
         assert not hasattr(bpy.types, "PHYSICS_PT_cloth_solver")
         assert not hasattr(bpy.types, "CLOTH_SOLVER_OT_bake")
+        assert _our_handlers() == {"undo_pre": 0, "redo_pre": 0, "load_pre": 0}
         dev_addon.enable(scratch_root)
         assert _registered()
+        assert _our_handlers() == {"undo_pre": 1, "redo_pre": 1, "load_pre": 1}
     obj = cloth(n=3, frames=(1, 2))  # the re-registered properties work
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     assert obj.data.shape_keys.key_blocks[-1].name == "cloth_0002"
