@@ -1,4 +1,5 @@
-"""Small scenes for the Blender tests, built from arrays (the same in Blender 3.4 and 5.x)."""
+"""Small scenes for the Blender tests, built from arrays (the same in Blender 3.4 and 5.x), and
+the reference they are checked against: the solver run directly on the evaluated mesh."""
 
 from __future__ import annotations
 
@@ -104,3 +105,33 @@ def fcurve_paths(obj) -> list[str]:
     from bpy_extras import anim_utils
     bag = anim_utils.action_get_channelbag_for_slot(action, key.animation_data.action_slot)
     return [] if bag is None else sorted(fc.data_path for fc in bag.fcurves)
+
+
+ATOL = 2e-5  # m: shape keys store float32 object-local coordinates
+
+
+def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=None,
+              model="implicit", start_world=None):
+    """The solver run directly on the object's world-space mesh (no add-on code involved)."""
+    S = solver()
+    from_spec = S.spec
+    world = evaluated_world(obj, bpy.context.scene.cloth_solver.frame_start) \
+        if start_world is None else start_world
+    faces = [list(p.vertices) for p in obj.data.polygons]
+    mesh = S.PolyMesh.from_faces(world, faces)
+    setup = from_spec.ClothSetup(
+        mesh, material or S.MaterialParams(), pin_indices=np.asarray(pins, dtype=np.int64),
+        pin_weights=None if weights is None else np.asarray(weights, dtype=np.float64),
+        pin_targets=pin_targets)
+    gravity = np.array(bpy.context.scene.gravity, dtype=np.float64)  # float32 -9.81 in Blender
+    spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
+                                    fps=24.0, gravity=gravity)
+    result = S.simulation.simulate(spec)
+    assert result.error is None
+    return result.positions
+
+
+def assert_matches(obj, positions, frame_start=1):
+    for i, expected in enumerate(positions):
+        got = evaluated_world(obj, frame_start + i)
+        np.testing.assert_allclose(got, expected, atol=ATOL, err_msg=f"frame {frame_start + i}")

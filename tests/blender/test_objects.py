@@ -1,0 +1,165 @@
+"""Objects as real scenes have them: parented and animated transforms (rotation, non-uniform and
+negative scale), linked duplicates sharing one mesh, hidden objects and objects the view layer
+does not evaluate, and objects changed while a (modal) bake simulates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bpy
+from scenes import (addon, assert_matches, cloth, evaluated_world, grid, key_state,
+                    local_positions, reference, same_key_state)
+
+
+def _bake():
+    return bpy.ops.cloth_solver.bake()
+
+
+def test_cloth_parented_to_an_animated_rotating_negatively_scaled_parent():
+    rig = bpy.data.objects.new("Rig", None)
+    bpy.context.scene.collection.objects.link(rig)
+    rig.location, rig.rotation_euler, rig.scale = (0.0, 0.0, 1.5), (0.0, 0.0, 0.0), (1.2, -0.8, 1.0)
+    for attr in ("location", "rotation_euler", "scale"):
+        rig.keyframe_insert(attr, frame=1)
+    rig.location, rig.rotation_euler, rig.scale = (0.3, 0.1, 1.2), (0.2, 0.0, 0.8), (1.5, -0.8, 0.6)
+    for attr in ("location", "rotation_euler", "scale"):
+        rig.keyframe_insert(attr, frame=5)
+    bpy.context.scene.frame_set(1)
+    obj = cloth(n=5, pins=[20, 24], frames=(1, 5), location=(0.1, 0.0, 0.0),
+                rotation=(0.3, 0.0, 0.0))
+    obj.parent = rig
+    from mathutils import Matrix
+    obj.matrix_parent_inverse = Matrix.Translation((0.0, 0.0, -0.5))  # as Ctrl+P sets one
+    bpy.context.view_layer.update()
+    matrices = []
+    for f in range(1, 6):
+        bpy.context.scene.frame_set(f)
+        matrices.append(np.array(obj.matrix_world))
+    linear = [m[:3, :3] for m in matrices]
+    assert all(np.linalg.det(a) < 0 for a in linear)  # mirrored at every frame
+    assert not np.allclose(linear[-1].T @ linear[-1], np.diag(np.diag(linear[-1].T @ linear[-1])),
+                           atol=1e-3)  # rotation under non-uniform scale: a sheared frame
+    targets = np.stack([evaluated_world(obj, f)[[20, 24]] for f in range(1, 6)])
+    assert np.ptp(targets[:, 0, 0]) > 0.1  # the pins really travel with the parent
+    expected = reference(obj, 4, pins=[20, 24], pin_targets=targets)
+    assert _bake() == {"FINISHED"}
+    assert_matches(obj, expected)
+
+
+def test_linked_duplicates_sharing_a_mesh_are_refused_and_free_bake_still_works():
+    a = cloth("Cloth", n=4, pins=[12, 15], frames=(1, 3))
+    assert _bake() == {"FINISHED"}
+    before, mesh_before = key_state(a), local_positions(a)
+    b = a.copy()  # Alt+D: shares the mesh (and its shape keys), copies the settings
+    bpy.context.scene.collection.objects.link(b)
+    assert b.data == a.data and b.cloth_solver.role == "CLOTH" and b.cloth_solver.is_baked
+    shared = (r"'Cloth' shares its mesh 'Cloth' with 'Cloth.001'; shape keys belong to the "
+              r"mesh, so the bake would move those objects too. Make the mesh single-user")
+    with pytest.raises(RuntimeError, match=shared):
+        _bake()
+    assert same_key_state(before, key_state(a))
+    b.cloth_solver.role = "NONE"  # one cloth and a plain object on the same mesh: the same
+    with pytest.raises(RuntimeError, match=shared):
+        _bake()
+    assert same_key_state(before, key_state(a)) and a.cloth_solver.is_baked
+
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}  # both records, one set of keys
+    assert a.data.shape_keys is None
+    assert not a.cloth_solver.is_baked and not b.cloth_solver.is_baked
+    np.testing.assert_array_equal(local_positions(a), mesh_before)
+
+    b.data = a.data.copy()  # Make Single User > Object & Data
+    b.cloth_solver.role = "CLOTH"
+    assert _bake() == {"FINISHED"}
+    for obj in (a, b):
+        assert [kb.name for kb in obj.data.shape_keys.key_blocks] == \
+            ["Basis", "cloth_0001", "cloth_0002", "cloth_0003"]
+    assert a.data.shape_keys != b.data.shape_keys
+
+
+def _excluded_collection(name="Excluded"):
+    coll = bpy.data.collections.new(name)
+    bpy.context.scene.collection.children.link(coll)
+    return coll
+
+
+def _move_to(obj, coll):
+    coll.objects.link(obj)
+    bpy.context.scene.collection.objects.unlink(obj)
+
+
+def test_hidden_cloth_bakes_and_unevaluated_objects_are_skipped_with_their_bake_kept():
+    shown = cloth("Shown", n=4, pins=[12, 15], frames=(1, 3), location=(-2, 0, 1))
+    eye = cloth("Eye", n=4, pins=[12, 15], frames=(1, 3), location=(0, 0, 1))
+    monitor = cloth("Monitor", n=4, pins=[12, 15], frames=(1, 3), location=(2, 0, 1))
+    outside = cloth("Outside", n=4, pins=[12, 15], frames=(1, 3), location=(4, 0, 1))
+    wall = grid("Wall", 3, size=2.0, location=(4, 0, 0.9))
+    wall.cloth_solver.role = "COLLIDER"
+    coll = _excluded_collection()
+    _move_to(outside, coll)
+    _move_to(wall, coll)
+    assert _bake() == {"FINISHED"}  # everything visible: all four bake
+    kept = {o.name: key_state(o) for o in (monitor, outside)}
+
+    eye.hide_set(True)  # hidden (eye icon): still evaluated, still baked
+    monitor.hide_viewport = True  # disabled in viewports: not evaluated
+    layer = bpy.context.view_layer
+    layer.layer_collection.children["Excluded"].exclude = True  # not in the view layer
+    for obj in (shown, eye, monitor, outside):
+        obj.cloth_solver.solver = "MASS_SPRING"
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    assert [c.obj.name for g in job.groups for c in g.cloths] == ["Shown", "Eye"]
+    assert len(job.groups[0].simulation.spec.colliders) == 0  # the excluded collider too
+    del job
+    assert _bake() == {"FINISHED"}
+    assert (shown.cloth_solver.bake_model, eye.cloth_solver.bake_model) == \
+        ("mass_spring", "mass_spring")
+    for obj in (monitor, outside):  # skipped: their previous bake is exactly as it was
+        assert same_key_state(kept[obj.name], key_state(obj))
+        assert obj.cloth_solver.bake_model == "implicit"
+    report = bpy.context.scene.cloth_solver.last_report
+    assert report.startswith("Baked 2 cloth object(s) (Shown, Eye)")
+    assert report.endswith(
+        "; skipped cloth 'Monitor' (disabled in viewports (its own or its collection's monitor "
+        f"icon)), cloth 'Outside' (excluded from the view layer '{layer.name}'), "
+        f"collider 'Wall' (excluded from the view layer '{layer.name}')")
+
+    for obj in (shown, eye):
+        obj.cloth_solver.role = "NONE"
+    with pytest.raises(RuntimeError, match=(
+            f"no cloth object to bake in view layer '{layer.name}': cloth 'Monitor' "
+            r"\(disabled in viewports")):
+        _bake()
+
+
+def test_objects_changed_while_the_bake_simulates_stop_it_before_anything_is_written():
+    a = cloth("A", n=4, pins=[12, 15], frames=(1, 3), location=(-1, 0, 1))
+    b = cloth("B", n=4, pins=[12, 15], frames=(1, 3), location=(1, 0, 1))
+    assert _bake() == {"FINISHED"}
+    before = key_state(a)
+    for obj in (a, b):
+        obj.cloth_solver.solver = "MASS_SPRING"
+    BakeJob = addon().cloth_addon.bake.BakeJob
+    BakeError = addon().cloth_addon.mesh_io.BakeError
+
+    job = BakeJob(bpy.context)  # what the modal bake runs, between UI events
+    while job.step():
+        pass
+    own = b.data
+    b.data = bpy.data.meshes.new("Other")  # the user gives B another mesh meanwhile
+    b.data.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
+    with pytest.raises(BakeError, match="'B': its mesh changed from 16 to 3 vertices while "
+                                        "baking; nothing was written"):
+        job.finish()
+    b.data = own
+    assert same_key_state(before, key_state(a))  # A comes first, and was not rewritten either
+    assert a.cloth_solver.bake_model == "implicit"
+
+    job = BakeJob(bpy.context)
+    while job.step():
+        pass
+    bpy.data.objects.remove(b)  # deleted while the bake simulates
+    with pytest.raises(BakeError, match="'B' was deleted while baking; nothing was written"):
+        job.finish()
+    assert same_key_state(before, key_state(a)) and a.cloth_solver.bake_model == "implicit"
