@@ -1,29 +1,37 @@
 """The documented headless recipe with a real ``blender`` binary: bake with
 ``--python-expr "import bpy; bpy.ops.cloth_solver.bake()"``, then render; progress lines and a
-summary on stdout; a failed bake ends Blender with a non-zero exit status."""
+summary on stdout; a failed bake ends Blender with a non-zero exit status; Blender killed in the
+middle of a bake-and-save leaves the saved file and its previous bake as they were."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import bpy
+import numpy as np
 import pytest
 
-from scenes import cloth
+from scenes import cloth, evaluated_world, key_state, same_key_state
 
 pytestmark = pytest.mark.skipif(
     not bpy.app.binary_path or bpy.app.version >= (4, 2, 0),
     reason="runs the blender binary with the legacy add-on (Debian's blender -b session)")
 
 
-def _blender(scripts, blend, *args):
-    """Run ``blender -b blend`` with the add-on this session enabled (a copy of the checkout in
-    ``scripts/addons/cloth_solver``) as a user add-on."""
+def _command(scripts, blend, *args):
+    """``blender -b blend`` with the add-on this session enabled (a copy of the checkout in
+    ``scripts/addons/cloth_solver``) as a user add-on: the command and its environment."""
     assert (scripts / "addons" / "cloth_solver" / "__init__.py").is_file()
     env = {k: v for k, v in os.environ.items() if k != "CLOTH_SOLVER_NO_EXIT"}
     env["BLENDER_USER_SCRIPTS"] = str(scripts)
     cmd = [bpy.app.binary_path, "-b", "--factory-startup", str(blend), "--addons",
            "cloth_solver", *args]
+    return cmd, env
+
+
+def _blender(scripts, blend, *args):
+    cmd, env = _command(scripts, blend, *args)
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -65,3 +73,47 @@ def test_headless_failure_exits_non_zero(tmp_path, scratch_root):
     assert run.returncode == 1
     assert "bake failed: 'Cloth': pin group 'no such group' does not exist" in run.stderr
     assert not (tmp_path / "render_0003.png").exists()  # Blender stopped at the failure
+
+
+@pytest.mark.parametrize("signame", ["SIGKILL", "SIGTERM"])
+def test_blender_killed_mid_bake_leaves_the_saved_file_and_its_bake(tmp_path, scratch_root,
+                                                                    signame):
+    blend = _scene(tmp_path)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}  # the previous bake, frames 1-4
+    obj = bpy.data.objects["Cloth"]
+    bpy.context.scene.frame_set(2)
+    before = key_state(obj)
+    worlds = [evaluated_world(obj, f) for f in range(1, 5)]
+    bpy.context.scene.cloth_solver.frame_end = 2000  # the bake that gets killed: a long one
+    bpy.ops.wm.save_mainfile()
+    saved = blend.read_bytes()
+
+    cmd, env = _command(scratch_root, blend, "--python-expr",
+                        "import bpy; bpy.ops.cloth_solver.bake(); bpy.ops.wm.save_mainfile()")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    try:
+        seen = []
+        for line in proc.stdout:  # progress lines are flushed one by one
+            seen.append(line)
+            if line.startswith("cloth_solver: frame 6 (5/1999)"):
+                break
+        assert proc.poll() is None, "".join(seen[-30:])  # still baking
+        proc.send_signal(getattr(signal, signame))
+        proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -getattr(signal, signame)  # it died of the signal, mid-bake
+
+    assert blend.read_bytes() == saved  # the file on disk is the one saved before
+    assert not list(tmp_path.glob("*.blend@"))  # no half-written temporary file left behind
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    obj = bpy.data.objects["Cloth"]
+    s = obj.cloth_solver
+    assert (s.is_baked, s.bake_frame_start, s.bake_frame_end) == (True, 1, 4)
+    bpy.context.scene.frame_set(2)
+    assert same_key_state(before, key_state(obj))  # no cloth_0005..., no key changed
+    for f, world in zip(range(1, 5), worlds):
+        np.testing.assert_array_equal(evaluated_world(obj, f), world)
