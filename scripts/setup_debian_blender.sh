@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Debian's blender (3.4, runs Debian's Python 3.11 with python3-numba/-scipy/-pytest) for the
-# `blender -b` tests, and a small launcher environment for pytest-blender (.venv-blender).
+# `blender -b` tests, Xvfb for the test that drives Blender with a window (modal bake, undo,
+# key presses), and a small launcher environment for pytest-blender (.venv-blender).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v blender >/dev/null || need+=(blender)
+command -v xvfb-run >/dev/null || need+=(xvfb)
+command -v xauth >/dev/null || need+=(xauth)  # xvfb-run needs it; only recommended by xvfb
 for pkg in python3-numba python3-scipy python3-pytest; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done

@@ -1,0 +1,87 @@
+"""Bake Cloth in Blender with a real window (Debian's blender under Xvfb, driven by
+ui_session.py): the modal bake is one undo step, Esc and Ctrl+Z (real key events through
+Blender's keymaps) stop it without writing or pushing anything, and quitting Blender while it
+runs leaves a session-recovery file with the previous bake intact.
+
+Background Blender cannot run modal operators or receive key events, hence the window."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import bpy
+import pytest
+
+from scenes import cloth
+
+HERE = Path(__file__).resolve().parent
+
+pytestmark = pytest.mark.skipif(
+    not bpy.app.binary_path or bpy.app.version >= (4, 2, 0) or not shutil.which("xvfb-run"),
+    reason="runs Debian's blender with a window under Xvfb (xvfb-run) with the legacy add-on")
+
+
+def _scene(tmp_path) -> Path:
+    obj = cloth(n=6, pins=[30, 35], frames=(1, 12), location=(0, 0, 1))
+    mod = obj.modifiers.new("Lift", "DISPLACE")
+    mod.strength, mod.direction, mod.mid_level = 0.1, "Z", 0.0
+    blend = tmp_path / "scene.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    return blend
+
+
+def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_root):
+    blend = _scene(tmp_path)
+    out = tmp_path / "session.json"
+    env = {k: v for k, v in os.environ.items() if k != "CLOTH_SOLVER_NO_EXIT"}
+    env["BLENDER_USER_SCRIPTS"] = str(scratch_root)
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24", bpy.app.binary_path,
+           "--factory-startup", "--enable-event-simulate", str(blend), "--addons",
+           "cloth_solver", "--python", str(HERE / "ui_session.py"), "--", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    log = run.stdout[-4000:] + run.stderr[-4000:]
+    assert out.is_file(), log
+    result = json.loads(out.read_text())
+    assert "error" not in result, result.get("error", "") + log
+    steps = dict(result["steps"])
+    assert list(steps) == ["start", "baked", "undo", "redo", "esc", "undo after esc", "ctrl+z",
+                           "quit"], log
+    start, baked = steps["start"], steps["baked"]
+    assert (start["keys"], start["baked"], start["modifier"]) == ([], False, True)
+    assert baked["keys"] == ["Basis"] + [f"cloth_{f:04d}" for f in range(1, 13)]
+    assert (baked["baked"], baked["model"], baked["modifier"]) == (True, "implicit", False)
+
+    assert steps["undo"] == start  # one undo step holds the whole modal bake
+    assert steps["redo"] == baked
+
+    def bake_of(step):
+        return {k: step[k] for k in ("keys", "key_sum", "baked", "model", "modifier")}
+
+    esc = steps["esc"]
+    assert bake_of(esc) == bake_of(baked) and esc["jobs"] == 0  # Esc: nothing written
+    assert (esc["solver"], esc["frame_end"]) == ("MASS_SPRING", 2000)
+    # The cancelled bake pushed no undo step: one undo lands on the first bake.
+    after = steps["undo after esc"]
+    assert bake_of(after) == bake_of(baked)
+    assert (after["solver"], after["frame_end"]) == ("IMPLICIT", 12)
+
+    ctrl_z = steps["ctrl+z"]  # Ctrl+Z undid the settings and cancelled the running bake
+    assert bake_of(ctrl_z) == bake_of(baked) and ctrl_z["jobs"] == 0
+    assert (ctrl_z["solver"], ctrl_z["frame_end"]) == ("IMPLICIT", 12)
+    job = result["ctrl+z job"]  # the add-on's undo handler stopped the job mid-way
+    assert job["invalidated"] == "an undo or redo happened"
+    assert 3 <= job["frames_done"] < job["total_frames"]
+
+    assert steps["quit"]["jobs"] == 1  # quit while a bake was running
+    recovery = tmp_path / "quit.blend"
+    assert recovery.is_file(), log
+    bpy.ops.wm.open_mainfile(filepath=str(recovery))
+    obj = bpy.data.objects["Cloth"]
+    assert [kb.name for kb in obj.data.shape_keys.key_blocks] == baked["keys"]
+    assert (obj.cloth_solver.is_baked, obj.cloth_solver.bake_model) == (True, "implicit")
+    total = sum(sum(c for d in kb.data for c in d.co) for kb in obj.data.shape_keys.key_blocks)
+    assert total == pytest.approx(baked["key_sum"], abs=1e-9)
