@@ -42,10 +42,10 @@ RADIUS = 0.5
 
 
 def sphere_spec(n: int, frames: int, self_collision: bool, substeps: int | None,
-                **settings) -> SimulationSpec:
+                model: str = "implicit", **settings) -> SimulationSpec:
     cloth = ClothSetup(grid_mesh((2.0, 2.0), (n, n), (0.0, 0.0, 1.0)), load_preset("cotton"))
     sphere = Collider("sphere", center=np.zeros(3), radius=RADIUS, thickness=0.005, friction=0.3)
-    return SimulationSpec(cloth, SolverSettings(model="implicit", self_collision=self_collision,
+    return SimulationSpec(cloth, SolverSettings(model=model, self_collision=self_collision,
                                                 substeps=substeps, **settings),
                           frames=frames, colliders=(sphere,))
 
