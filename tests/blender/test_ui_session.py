@@ -42,7 +42,7 @@ def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_
     cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24", bpy.app.binary_path,
            "--factory-startup", "--enable-event-simulate", str(blend), "--addons",
            "cloth_solver", "--python", str(HERE / "ui_session.py"), "--", str(out)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     log = run.stdout[-4000:] + run.stderr[-4000:]
     assert out.is_file(), log
     result = json.loads(out.read_text())

@@ -62,7 +62,7 @@ def press(key: str, **modifiers) -> None:
     win.event_simulate(type=key, value="RELEASE", **modifiers)
 
 
-def until(condition, timeout=120.0):
+def until(condition, timeout=300.0):
     """Yield timer delays until ``condition()`` holds."""
     end = time.monotonic() + timeout
     while not condition():
