@@ -150,6 +150,7 @@ class BakeJob:
         for obj in cloths:
             if obj.mode == "EDIT" or obj.data.is_editmode:
                 raise BakeError(f"'{obj.name}' is in Edit Mode; leave it before baking")
+            shape_keys.check_local(obj)
             shape_keys.check_mesh_owner(obj)
             shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
         self.settings = {obj.name: self._solver_settings(obj) for obj in cloths}

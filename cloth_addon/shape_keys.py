@@ -161,6 +161,17 @@ def _remove_created_action(key, action_name: str) -> None:
         bpy.data.actions.remove(action)
 
 
+def check_local(obj) -> None:
+    """Raise BakeError if ``obj`` or its mesh is linked from a library: keys written into linked
+    data are not saved with this file (the library's version comes back on reload)."""
+    for what, block in ((f"'{obj.name}'", obj), (f"the mesh of '{obj.name}'", obj.data)):
+        if block.library is not None:
+            raise BakeError(f"{what} is linked from the library '{block.library.filepath}'; "
+                            "a bake written into it would be lost on reload. Make it local "
+                            "(Object > Relations > Make Local > Selected Objects and Data) or "
+                            "bake it in the library's file")
+
+
 def check_mesh_owner(obj) -> None:
     """Raise BakeError if another object uses ``obj``'s mesh (a linked duplicate): shape keys
     belong to the mesh, so the bake would move every object that shares it."""

@@ -1,8 +1,11 @@
 """Objects as real scenes have them: parented and animated transforms (rotation, non-uniform and
-negative scale), linked duplicates sharing one mesh, hidden objects and objects the view layer
-does not evaluate, and objects changed while a (modal) bake simulates."""
+negative scale), linked duplicates sharing one mesh, objects linked from a library, hidden
+objects and objects the view layer does not evaluate, and objects changed while a (modal) bake
+simulates."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -76,6 +79,32 @@ def test_linked_duplicates_sharing_a_mesh_are_refused_and_free_bake_still_works(
         assert [kb.name for kb in obj.data.shape_keys.key_blocks] == \
             ["Basis", "cloth_0001", "cloth_0002", "cloth_0003"]
     assert a.data.shape_keys != b.data.shape_keys
+
+
+def test_cloth_linked_from_a_library_is_refused(tmp_path):
+    asset = cloth("Asset", n=4, pins=[12, 15], frames=(1, 3))  # set up as cloth in its library
+    library = str(tmp_path / "assets.blend")
+    bpy.data.libraries.write(library, {asset})
+    bpy.ops.wm.read_homefile(use_empty=True)
+    with bpy.data.libraries.load(library, link=True) as (_, linked):
+        linked.objects = ["Asset"]
+    obj = linked.objects[0]
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 3
+    assert obj.library is not None and obj.cloth_solver.role == "CLOTH"
+    with pytest.raises(RuntimeError, match=(
+            f"'Asset' is linked from the library '{re.escape(library)}'; a bake written into "
+            "it would be lost on reload. Make it local")):
+        _bake()
+    assert obj.data.shape_keys is None and not obj.cloth_solver.is_baked
+
+    local = bpy.data.objects.new("Local", obj.data)  # a local object on the linked mesh
+    bpy.context.scene.collection.objects.unlink(obj)
+    bpy.context.scene.collection.objects.link(local)
+    local.cloth_solver.role = "CLOTH"
+    with pytest.raises(RuntimeError, match="the mesh of 'Local' is linked from the library"):
+        _bake()
+    assert local.data.shape_keys is None and not local.cloth_solver.is_baked
 
 
 def _excluded_collection(name="Excluded"):
