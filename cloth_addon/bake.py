@@ -336,7 +336,8 @@ class BakeJob:
     # ---- writing ----
 
     def finish(self) -> BakeSummary:
-        """Replace each cloth's previous bake by the new keys (all conversions first)."""
+        """Replace each cloth's previous bake by the new keys: checks and conversions first, then
+        the writes; should a write fail, every previous bake is put back."""
         if self.frames_done < self.total_frames:
             raise RuntimeError("the bake is not finished")
         self._check_valid()
@@ -356,10 +357,23 @@ class BakeJob:
                 if c.key_offsets is not None:
                     local -= c.key_offsets
                 writes.append((c.obj, local, g))
-        for obj, local, g in writes:
-            shape_keys.free_bake(obj)
-            shape_keys.write_bake(obj, self.frame_start, local)
-            shape_keys.mute_modifiers(obj)
+        # The checks above cover every failure we know of; should writing fail anyway (out of
+        # memory, a bug), every object written so far gets its previous bake back.
+        saved = [shape_keys.save_bake(obj) for obj, _, _ in writes]
+        started = 0
+        try:
+            for obj, local, _ in writes:
+                started += 1
+                shape_keys.free_bake(obj)
+                shape_keys.write_bake(obj, self.frame_start, local)
+                shape_keys.mute_modifiers(obj)
+        except Exception as err:
+            failed = writes[started - 1][0].name
+            for (obj, _, _), old in zip(writes[:started], saved):
+                shape_keys.restore_bake(obj, old)
+            raise BakeError(f"writing the keys of '{failed}' failed ({err}); every cloth keeps "
+                            "its previous bake") from err
+        for obj, _, g in writes:
             s = obj.cloth_solver
             s.bake_model = g.simulation.result.model_name
             s.bake_time = g.wall_time_s

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
@@ -243,6 +244,51 @@ def write_bake(obj, frame_start: int, local_positions: np.ndarray) -> None:
         for kp in fc.keyframe_points:
             kp.interpolation = "CONSTANT"
         fc.update()
+
+
+@dataclass
+class SavedBake:
+    """A copy of an object's bake, to put back if writing its replacement fails.
+
+    Attributes:
+        frame_start: first baked frame.
+        positions: the cloth keys' coordinates as stored, (frames, V, 3) float32 [object-local m].
+        muted_modifiers: the bake's record of the modifiers it switched off (JSON).
+    """
+
+    frame_start: int
+    positions: np.ndarray
+    muted_modifiers: str
+
+
+def save_bake(obj) -> SavedBake | None:
+    """Copy ``obj``'s bake (None if it has none, or if keys of it were deleted by hand)."""
+    s = obj.cloth_solver
+    key = obj.data.shape_keys
+    if not s.is_baked or key is None:
+        return None
+    blocks = [key.key_blocks.get(name) for name in baked_key_names(s)]
+    if any(kb is None for kb in blocks):
+        return None
+    positions = np.empty((len(blocks), len(obj.data.vertices) * 3), dtype=np.float32)
+    for kb, row in zip(blocks, positions):
+        kb.data.foreach_get("co", row)
+    return SavedBake(s.bake_frame_start, positions.reshape(len(blocks), -1, 3),
+                     s.bake_muted_modifiers)
+
+
+def restore_bake(obj, saved: SavedBake | None) -> None:
+    """Remove whatever bake ``obj`` has now, even half-written, and put ``saved`` back (None:
+    leave it unbaked)."""
+    free_bake(obj)
+    if saved is None:
+        return
+    write_bake(obj, saved.frame_start, saved.positions)
+    for name, _viewport, _render in json.loads(saved.muted_modifiers or "[]"):
+        mod = obj.modifiers.get(name)
+        if mod is not None:
+            mod.show_viewport = mod.show_render = False
+    obj.cloth_solver.bake_muted_modifiers = saved.muted_modifiers
 
 
 def mute_modifiers(obj) -> None:

@@ -223,6 +223,50 @@ def test_failures_name_the_problem_and_keep_the_previous_bake(monkeypatch):
         bpy.ops.cloth_solver.bake()
 
 
+def test_a_failure_while_writing_keys_puts_every_previous_bake_back(monkeypatch):
+    a = cloth("A", n=4, pins=[12, 15], frames=(1, 4), location=(-1, 0, 1))
+    b = cloth("B", n=4, pins=[12, 15], frames=(1, 4), location=(1, 0, 1))
+    mod = b.modifiers.new("Lift", "DISPLACE")
+    mod.strength, mod.direction, mod.mid_level = 0.1, "Z", 0.0
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    bpy.context.scene.frame_set(3)
+    before = {o.name: (key_state(o), fcurve_paths(o), evaluated_world(o, 3)) for o in (a, b)}
+    assert not mod.show_viewport
+    for obj in (a, b):
+        obj.cloth_solver.solver = "MASS_SPRING"
+
+    keys = addon().cloth_addon.shape_keys
+    real_write = keys.write_bake
+    calls = []
+
+    def fail_halfway_through_b(obj, frame_start, positions):
+        calls.append(obj.name)
+        if calls == ["A", "B"]:  # A is already replaced; B gets two keys, then it fails
+            real_write(obj, frame_start, positions[:2])
+            raise MemoryError("out of memory (test)")
+        return real_write(obj, frame_start, positions)
+
+    monkeypatch.setattr(keys, "write_bake", fail_halfway_through_b)
+    with pytest.raises(RuntimeError, match=r"writing the keys of 'B' failed \(out of memory "
+                                           r"\(test\)\); every cloth keeps its previous bake"):
+        bpy.ops.cloth_solver.bake()
+    for obj in (a, b):
+        bpy.context.scene.frame_set(3)
+        keys_before, paths_before, world_before = before[obj.name]
+        assert same_key_state(keys_before, key_state(obj)), obj.name
+        assert fcurve_paths(obj) == paths_before
+        np.testing.assert_array_equal(evaluated_world(obj, 3), world_before)
+        s = obj.cloth_solver
+        assert (s.is_baked, s.bake_frame_start, s.bake_frame_end, s.bake_model) == \
+            (True, 1, 4, "implicit")
+    assert not mod.show_viewport and not mod.show_render  # still switched off by the bake
+    assert calls[:2] == ["A", "B"] and sorted(calls[2:]) == ["A", "B"]  # both were put back
+    monkeypatch.undo()
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}  # the restored record is whole
+    assert a.data.shape_keys is None and b.data.shape_keys is None
+    assert mod.show_viewport and mod.show_render
+
+
 def test_user_key_with_a_bake_name_is_refused():
     obj = cloth(n=3, frames=(1, 3))
     obj.shape_key_add(name="Basis", from_mix=False)
