@@ -6,18 +6,24 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
 command -v blender >/dev/null || need+=(blender)
-command -v xvfb-run >/dev/null || need+=(xvfb)
-command -v xauth >/dev/null || need+=(xauth)  # xvfb-run needs it; only recommended by xvfb
 for pkg in python3-numba python3-scipy python3-pytest; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
-if [ ${#need[@]} -gt 0 ]; then
-    if [ "$(id -u)" != 0 ]; then
-        echo "setup_debian_blender: please run: sudo apt-get install -y ${need[*]}" >&2
+optional=()  # without them only the window test (tests/blender/test_ui_session.py) is skipped
+command -v xvfb-run >/dev/null || optional+=(xvfb)
+command -v xauth >/dev/null || optional+=(xauth)  # xvfb-run needs it; xvfb only recommends it
+if [ "$(id -u)" != 0 ]; then
+    if [ ${#need[@]} -gt 0 ]; then
+        echo "setup_debian_blender: please run: sudo apt-get install -y ${need[*]} ${optional[*]}" >&2
         exit 1
     fi
+    if [ ${#optional[@]} -gt 0 ]; then
+        echo "setup_debian_blender: the test with a window is skipped without: sudo apt-get install -y ${optional[*]}" >&2
+    fi
+elif [ $(( ${#need[@]} + ${#optional[@]} )) -gt 0 ]; then
     apt-get update -q
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${need[@]}" "${optional[@]}"
 fi
 PY=${PYTHON:-python3}
 if [ ! -x .venv-blender/bin/python ]; then
