@@ -49,7 +49,7 @@ def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_
     assert "error" not in result, result.get("error", "") + log
     steps = dict(result["steps"])
     assert list(steps) == ["start", "baked", "undo", "redo", "esc", "undo after esc", "ctrl+z",
-                           "quit"], log
+                           "redo after ctrl+z", "quit"], log
     start, baked = steps["start"], steps["baked"]
     assert (start["keys"], start["baked"], start["modifier"]) == ([], False, True)
     assert baked["keys"] == ["Basis"] + [f"cloth_{f:04d}" for f in range(1, 13)]
@@ -72,6 +72,9 @@ def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_
     ctrl_z = steps["ctrl+z"]  # Ctrl+Z undid the settings and cancelled the running bake
     assert bake_of(ctrl_z) == bake_of(baked) and ctrl_z["jobs"] == 0
     assert (ctrl_z["solver"], ctrl_z["frame_end"]) == ("IMPLICIT", 12)
+    redo = steps["redo after ctrl+z"]  # the cancelled bake pushed no step: redo still works
+    assert bake_of(redo) == bake_of(baked)
+    assert (redo["solver"], redo["frame_end"]) == ("MASS_SPRING", 2000)
     job = result["ctrl+z job"]  # the add-on's undo handler stopped the job mid-way
     assert job["invalidated"] == "an undo or redo happened"
     assert 3 <= job["frames_done"] < job["total_frames"]

@@ -124,8 +124,9 @@ def steps():
     del job  # (the running-jobs set holds it while anything does)
     yield from until(stopped)
     record("ctrl+z")
-    with window_context():
+    with window_context():  # a step pushed after the undo would have dropped the redo
         bpy.ops.ed.redo()
+    record("redo after ctrl+z")
 
     bpy.context.preferences.filepaths.temporary_directory = str(OUT.parent)
     click_bake()
