@@ -15,12 +15,10 @@ JIT compile time is measured separately, in fresh processes: once with an empty 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from record import save_json  # noqa: E402
 from solver import SolverSettings  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
 from solver.model import build_model  # noqa: E402
@@ -115,11 +114,7 @@ def main(argv=None) -> int:
             print(f"{row['solver']:16s} {n * n:6d} v  median {row['median_ms']:8.1f} ms  "
                   f"worst {row['worst_ms']:8.1f} ms  max strain {100 * row['max_strain']:6.2f}%  "
                   f"p99 {100 * row.get('p99_strain', float('nan')):5.2f}%", flush=True)
-    out = {"jit": jit, "rows": rows, "frames": args.frames, "cpu_count": os.cpu_count(),
-           "date": time.strftime("%Y-%m-%d")}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1))
+    save_json(args.json, {"jit": jit, "rows": rows, "frames": args.frames})
     return 0
 
 

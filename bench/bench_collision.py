@@ -17,11 +17,7 @@ penetration into the sphere and the most self-intersecting triangle pairs over a
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from record import save_json  # noqa: E402
 from solver import ClothSetup, Collider, SimulationSpec, SolverSettings, grid_mesh  # noqa: E402
 from solver.collision.intersections import analytic_depth  # noqa: E402
 from solver.collision.pipeline import CollisionHandler  # noqa: E402
@@ -129,13 +126,7 @@ def main(argv=None) -> int:
             if len(pair) == 2 and pair[1] is not None:
                 print(f"   ratio Blender/ours: median {pair[1]['median_ms'] / pair[0]['median_ms']:.2f}x"
                       f"  worst {pair[1]['worst_ms'] / pair[0]['worst_ms']:.2f}x", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    out = {"rows": rows, "frames": args.frames, "cpu_count": os.cpu_count(),
-           "date": time.strftime("%Y-%m-%d"), "commit": commit}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1))
+    save_json(args.json, {"rows": rows, "frames": args.frames})
     return 0
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import json
 import os
 import subprocess
 import sys
@@ -55,6 +54,7 @@ import numpy as np  # noqa: E402
 from bench_cloth import jit_seconds  # noqa: E402
 from bench_collision import check_positions, sphere_spec  # noqa: E402
 from plot_svg import write_loglog  # noqa: E402
+from record import provenance, save_json  # noqa: E402
 from solver import SolverSettings  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
 from solver.model import build_model  # noqa: E402
@@ -262,14 +262,9 @@ def main(argv=None) -> int:
         pipeline = run_pipeline(args.pipeline_size, args.pipeline_frames)
         print(f"pipeline: {pipeline}", flush=True)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-    out = {"rows": rows, "determinism": checks, "pipeline": pipeline, "jit": jit,
-           "frames": args.frames, "cpu_count": os.cpu_count(), "commit": commit,
-           "date": time.strftime("%Y-%m-%d")}
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1))
+    save_json(args.json, {"rows": rows, "determinism": checks, "pipeline": pipeline,
+                          "jit": jit, "frames": args.frames})
+    commit = provenance()["commit"]
     extra = {"bit-identical reruns": ", ".join(
         f"{c['scene']}/{c['solver']}: {'yes' if c['bit_identical'] else 'NO'}" for c in checks),
         "JIT": f"cold {jit['cold_s']:.1f} s, warm cache {jit['warm_s']:.2f} s"}

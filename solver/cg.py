@@ -21,20 +21,36 @@ _CHUNK = 512
 
 
 @njit(parallel=True)
-def dot3(a, b):
-    """Deterministic Σ a·b over (V, 3) arrays."""
+def weighted_dot(w, a, b):
+    """Σ_i w_i·(a_i·b_i) over (V, 3) arrays a, b with weights w (V,); an empty w means unit
+    weights. Summed in fixed chunks, so the result does not depend on the thread count."""
     n = a.shape[0]
+    unit = w.shape[0] == 0
     nchunk = (n + _CHUNK - 1) // _CHUNK
     part = np.zeros(nchunk)
     for c in prange(nchunk):
         s = 0.0
         for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            s += a[i, 0] * b[i, 0] + a[i, 1] * b[i, 1] + a[i, 2] * b[i, 2]
+            d = a[i, 0] * b[i, 0] + a[i, 1] * b[i, 1] + a[i, 2] * b[i, 2]
+            s += d if unit else w[i] * d
         part[c] = s
     total = 0.0
     for c in range(nchunk):
         total += part[c]
     return total
+
+
+_UNIT = np.zeros(0)
+
+
+def dot3(a, b):
+    """Deterministic Σ a·b over (V, 3) arrays."""
+    return weighted_dot(_UNIT, a, b)
+
+
+def weighted_norm2(w, r):
+    """Σ w_i·|r_i|² over (V, 3) r with per-vertex weights w (V,), summed deterministically."""
+    return weighted_dot(w, r, r)
 
 
 @njit(parallel=True)
@@ -78,23 +94,6 @@ def filtered_residual(filt, b, ax, out):
         d0, d1, d2 = b[i, 0] - ax[i, 0], b[i, 1] - ax[i, 1], b[i, 2] - ax[i, 2]
         for r in range(3):
             out[i, r] = filt[i, r, 0] * d0 + filt[i, r, 1] * d1 + filt[i, r, 2] * d2
-
-
-@njit(parallel=True)
-def weighted_norm2(w, r):
-    """Σ w_i·|r_i|² over (V, 3) r with per-vertex weights w (V,), summed deterministically."""
-    n = r.shape[0]
-    nchunk = (n + _CHUNK - 1) // _CHUNK
-    part = np.zeros(nchunk)
-    for c in prange(nchunk):
-        acc = 0.0
-        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
-            acc += w[i] * (r[i, 0] * r[i, 0] + r[i, 1] * r[i, 1] + r[i, 2] * r[i, 2])
-        part[c] = acc
-    total = 0.0
-    for c in range(nchunk):
-        total += part[c]
-    return total
 
 
 def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x):
