@@ -192,3 +192,55 @@ def test_objects_changed_while_the_bake_simulates_stop_it_before_anything_is_wri
     with pytest.raises(BakeError, match="'B' was deleted while baking; nothing was written"):
         job.finish()
     assert same_key_state(before, key_state(a)) and a.cloth_solver.bake_model == "implicit"
+
+
+def test_bad_objects_name_the_problem_and_keep_the_previous_bake():
+    obj = cloth("Cloth", n=4, pins=[12, 15], frames=(1, 3))
+    assert _bake() == {"FINISHED"}
+    bpy.context.scene.frame_set(2)
+    before = key_state(obj)
+
+    def unchanged():
+        bpy.context.scene.frame_set(2)
+        return same_key_state(before, key_state(obj)) and obj.cloth_solver.is_baked
+
+    wire = bpy.data.objects.new("Wire", bpy.data.meshes.new("Wire"))
+    wire.data.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0)], [(0, 1), (1, 2)], [])
+    bpy.context.scene.collection.objects.link(wire)
+    wire.cloth_solver.role = "CLOTH"
+    with pytest.raises(RuntimeError, match="'Wire' has no faces; cloth and colliders need faces"):
+        _bake()
+    assert unchanged() and wire.data.shape_keys is None
+    wire.cloth_solver.role = "COLLIDER"
+    with pytest.raises(RuntimeError, match="'Wire' has no faces"):
+        _bake()
+    assert unchanged()
+    wire.cloth_solver.role = "NONE"
+
+    obj.keyframe_insert("scale", frame=1)  # flattened to zero thickness along Z on frame 3:
+    obj.scale = (1.0, 1.0, 0.0)  # the cloth simulates, but no key can hold it in local space
+    obj.keyframe_insert("scale", frame=3)
+    with pytest.raises(RuntimeError, match="'Cloth' has zero scale on some axis"):
+        _bake()
+    obj.animation_data_clear()
+    obj.scale = (1.0, 1.0, 1.0)
+    assert unchanged()
+
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    assert bpy.ops.object.mode_set(mode="EDIT") == {"FINISHED"}
+    with pytest.raises(RuntimeError, match="'Cloth' is in Edit Mode; leave it before baking"):
+        _bake()
+    assert bpy.ops.object.mode_set(mode="OBJECT") == {"FINISHED"}
+    assert unchanged()
+
+    # A loose vertex (no face, no mass) bakes too: it stays put, as the solver keeps it.
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    obj.data.vertices.add(1)
+    obj.data.vertices[-1].co = (0.0, 0.0, 0.5)
+    obj.data.update()
+    assert _bake() == {"FINISHED"}
+    worlds = np.stack([evaluated_world(obj, f) for f in (1, 2, 3)])
+    assert np.isfinite(worlds).all() and worlds.shape == (3, 17, 3)
+    np.testing.assert_allclose(worlds[:, 16], [[0.0, 0.0, 0.5]] * 3, atol=1e-6)
+    assert worlds[-1, :16, 2].min() < -1e-3  # while the cloth falls
