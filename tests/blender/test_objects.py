@@ -137,7 +137,15 @@ def test_hidden_cloth_bakes_and_unevaluated_objects_are_skipped_with_their_bake_
     layer.layer_collection.children["Excluded"].exclude = True  # not in the view layer
     for obj in (shown, eye, monitor, outside):
         obj.cloth_solver.solver = "MASS_SPRING"
-    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    lines = []  # what `blender -b` prints
+    job = addon().cloth_addon.bake.BakeJob(bpy.context, log=lines.append)
+    assert lines == [
+        "cloth_solver: warning: skipped cloth 'Monitor' (disabled in viewports (its own or its "
+        "collection's monitor icon))",
+        f"cloth_solver: warning: skipped cloth 'Outside' (excluded from the view layer "
+        f"'{layer.name}')",
+        f"cloth_solver: warning: skipped collider 'Wall' (excluded from the view layer "
+        f"'{layer.name}')"]
     assert [c.obj.name for g in job.groups for c in g.cloths] == ["Shown", "Eye"]
     assert len(job.groups[0].simulation.spec.colliders) == 0  # the excluded collider too
     del job
