@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cg import mpcg
+from ..cg import dot3, mpcg
 from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
 from ..preconditioner import BlockJacobi, LaggedFactor
@@ -159,14 +159,7 @@ class ImplicitSolver(ClothSolver):
             self.rhs[:] = res
             self.z[:] = 0.0
             iters += self._solve(("dynamic", h), base_x + h * v1)
-            # backtrack until the residual shrinks: plain Newton oscillates on stiff,
-            # rotating cloth at large steps
-            alpha = 1.0
-            for _ in range(5):
-                trial_res, trial_norm = residual(v1 + alpha * self.dv)
-                if trial_norm <= (1.0 - 1e-4 * alpha) * norm or norm == 0.0:
-                    break
-                alpha *= 0.5
+            alpha, trial_res, trial_norm = self._line_search(residual, v1, res)
             v1 += alpha * self.dv
             res, norm = trial_res, trial_norm
             if np.max(np.abs(self.dv)) * alpha * h <= st.newton_tolerance * self._shortest_edge:
@@ -179,6 +172,32 @@ class ImplicitSolver(ClothSolver):
         self.v = v1
         self.v[m.hard_pins] = pin_vel
         return iters
+
+    def _line_search(self, residual, v1, res):
+        """Step length α along the Newton direction d = self.dv: (α, residual, its norm).
+
+        Implicit Euler's v₁ minimises the incremental potential
+        Φ(v) = ½(v − ṽ)ᵀM(v − ṽ) + h·(elastic energy at x₀ + h·v) + ... whose gradient is
+        −R(v), so φ(α) = Φ(v₁ + α·d) has slope φ′(α) = −R(v₁ + α·d)·d, negative at α = 0
+        because the clamped Jacobian is positive definite. Backtracking on Φ (sufficient
+        decrease, with φ(α) − φ(0) from the trapezoid rule on φ′) accepts the Newton step
+        whenever the energy drops, and otherwise moves to the root of the secant of φ′.
+        Measured on the 33×33 hanging cloth: backtracking on |R| instead cut the first
+        frames' steps to α = 1/32 (R grows while the energy falls as slack cloth goes taut),
+        so Newton stalled at its iteration cap.
+        """
+        d = self.dv
+        g0 = -dot3(res, d)
+        alpha = 1.0
+        for _ in range(8):
+            trial_res, trial_norm = residual(v1 + alpha * d)
+            if not g0 < 0.0:  # no descent (e.g. a zero step): take it as it is
+                break
+            g1 = -dot3(trial_res, d)
+            if 0.5 * alpha * (g0 + g1) <= 1e-4 * alpha * g0:
+                break
+            alpha *= min(0.9, max(0.1, g0 / (g0 - g1)))
+        return alpha, trial_res, trial_norm
 
     def _settle_step(self, h, hard, soft, wind) -> int:
         s, m = self.system, self.model
