@@ -16,6 +16,7 @@ is skipped and named in the summary. A hidden object (the eye icon) is evaluated
 from __future__ import annotations
 
 import time
+import traceback
 import weakref
 from dataclasses import dataclass, field
 
@@ -307,9 +308,17 @@ class BakeJob:
         if self._group >= len(self.groups):
             return False
         g = self.groups[self._group]
-        rep = g.simulation.step()
+        names = ", ".join(f"'{c.obj.name}'" for c in g.cloths)
+        try:
+            rep = g.simulation.step()
+        except Exception as err:  # a solver bug: stop cleanly, keep the traceback for a report
+            traceback.print_exc()
+            raise BakeError(
+                f"{names}: internal solver error at frame "
+                f"{self.frame_start + g.simulation.frame + 1} "
+                f"({type(err).__name__}: {err}); nothing was written and the previous bake is "
+                "unchanged. Please report this with the console output") from err
         if rep is None:
-            names = ", ".join(f"'{c.obj.name}'" for c in g.cloths)
             raise BakeError(f"{names}: {g.simulation.result.error}")
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)

@@ -350,6 +350,41 @@ def test_modal_bake_esc_cancels_and_keeps_the_previous_bake():
     np.testing.assert_array_equal(evaluated_world(obj, 3), world)
 
 
+def test_a_solver_exception_stops_the_bake_with_the_frame_and_keeps_the_previous_bake(monkeypatch):
+    """A bug inside the solver (any exception, not only a blow-up) ends the bake with a message
+    naming the cloth and the frame; nothing is written, both from scripts and in the modal UI
+    path, and the modal bake removes its timer and progress bar."""
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    world = evaluated_world(obj, 3)
+    before = key_state(obj)
+    simulation = addon().solver.simulation.Simulation
+    real_step = simulation.step
+
+    def fail_on_frame_4(self):  # scene frame 4 = simulation frame 3
+        if self.frame == 2:
+            raise ValueError("boom")
+        return real_step(self)
+
+    monkeypatch.setattr(simulation, "step", fail_on_frame_4)
+    obj.cloth_solver.solver = "MASS_SPRING"
+    message = (r"'Cloth': internal solver error at frame 4 \(ValueError: boom\); nothing was "
+               r"written and the previous bake is unchanged")
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.cloth_solver.bake()
+    assert same_key_state(before, key_state(obj))
+
+    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    result, events = {"RUNNING_MODAL"}, 0
+    while result == {"RUNNING_MODAL"} and events < 1000:
+        result, events = cls.modal(op, bpy.context, types_event("TIMER")), events + 1
+    assert result == {"CANCELLED"} and op._job is None and op._timer is None
+    assert op.reports[-1][0] == {"ERROR"}
+    assert "internal solver error at frame 4 (ValueError: boom)" in op.reports[-1][1]
+    assert same_key_state(before, key_state(obj))
+    np.testing.assert_array_equal(evaluated_world(obj, 3), world)
+
+
 def types_event(kind):
     import types
     return types.SimpleNamespace(type=kind, value="PRESS")
