@@ -96,7 +96,8 @@ def filtered_residual(filt, b, ax, out):
             out[i, r] = filt[i, r, 0] * d0 + filt[i, r, 1] * d1 + filt[i, r, 2] * d2
 
 
-def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x):
+def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
+         product_dtype=np.float64):
     """Filtered PCG for A·x = b with x's constrained part fixed to z (Baraff & Witkin's MPCG).
 
     Args:
@@ -113,10 +114,17 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x):
         tol: stop when the weighted residual norm falls below tol times its initial value.
         max_iter: iteration cap.
         x: in: initial guess for the free directions (a warm start); out: the solution, (V, 3).
+        product_dtype: precision of the matrix copy used in the products. The products are
+            memory-bound, and float32 blocks halve their traffic and fit the cache (measured
+            3.2x faster products at 4k vertices; Blender's solver is float32 throughout).
+            Vectors and reductions stay float64, but the solution then solves the rounded
+            matrix: its error floor is about cond(A)·6e-8 (1.7e-4 relative on a crumpled 9x9
+            test system), which Newton's float64 residual corrects in its next iteration.
 
     Returns:
         (iterations, relative residual reached).
     """
+    blocks = blocks.astype(product_dtype, copy=False)
     tmp = np.empty_like(b)
     filter_with_prescribed(filt, x.copy(), z, x)
     bsr_matvec(asm.row_ptr, asm.col, blocks, x, tmp)

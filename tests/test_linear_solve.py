@@ -66,6 +66,31 @@ def test_mpcg_matches_a_direct_solve_with_pins_and_a_contact_plane(name):
     assert out[40] @ n == pytest.approx(0.05)
 
 
+def test_float32_products_solve_to_their_rounding_floor():
+    """The implicit model's block-Jacobi PCG multiplies with a float32 copy of the matrix: the
+    result solves the rounded matrix, within cond(A)·6e-8 of the exact solution (1.7e-4
+    relative measured here), and pins and contact constraints still hold exactly."""
+    model, asm, A, b, x = _system()
+    V = model.vertex_count
+    pinned = np.array([0, 8])
+    n = np.array([0.0, 0.6, 0.8])
+    filt = _filters(V, pinned, 40, n)
+    z = np.zeros((V, 3))
+    z[pinned] = [[0.1, 0.2, 0.3], [-0.1, 0.0, 0.2]]
+    z[40] = 0.05 * n
+    pc = BlockJacobi(asm, pinned)
+    pc.refresh(A, "key", x)
+    exact, rounded = np.zeros((V, 3)), np.zeros((V, 3))
+    mpcg(asm, A, b, filt, z, pc, 1.0 / model.mass, 1e-10, 2000, exact)
+    it, res = mpcg(asm, A, b, filt, z, pc, 1.0 / model.mass, 1e-10, 2000, rounded,
+                   product_dtype=np.float32)
+    assert res <= 1e-10
+    scale = np.abs(exact).max()
+    assert 0.0 < np.abs(rounded - exact).max() <= 1e-3 * scale
+    np.testing.assert_array_equal(rounded[pinned], z[pinned])
+    assert rounded[40] @ n == pytest.approx(0.05)
+
+
 def test_a_fresh_factor_solves_in_one_iteration_and_a_stale_one_is_refreshed():
     model, asm, A, b, x = _system()
     V = model.vertex_count

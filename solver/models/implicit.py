@@ -52,6 +52,10 @@ class ImplicitSolver(ClothSolver):
         self._weights = 1.0 / np.where(model.mass > 0, model.mass, 1.0)
         kind = LaggedFactor if settings.preconditioner == "factor" else BlockJacobi
         self.precond = kind(self.system.asm, self.fixed)
+        # Block Jacobi runs hundreds of memory-bound products per solve: float32 products
+        # halve the time (1.9 mm difference over 24 frames of the 33x33 hanging cloth, where
+        # the CG tolerance alone moves it 10 mm). A factor's point is an exact solve.
+        self._product_dtype = np.float32 if kind is BlockJacobi else np.float64
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
@@ -80,7 +84,7 @@ class ImplicitSolver(ClothSolver):
         pc.refresh(self.A, key, x)
         guess = self.dv.copy()
         args = (self.system.asm, self.A, self.rhs, self.filt, self.z, pc, self._weights,
-                st.cg_tolerance, st.cg_max_iterations, self.dv)
+                st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype)
         it, res = mpcg(*args)
         if res > st.cg_tolerance and pc.factorizations == before:
             pc.stale = True  # a stale factor failed to converge: refactor and solve again
