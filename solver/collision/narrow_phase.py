@@ -11,8 +11,18 @@ vertex. Each test produces a contact record:
         friction coefficient, and the velocity of the other side U (3) [m/s] (zero here: a mesh
         collider's motion is in its vertices' velocities).
 
-PROXIMITY (Bridson's repulsion stage): pairs closer than their contact distance at the start,
-or predicted to end closer along the start normal, ask for that distance at the end of the step.
+NEARBY (for the implicit solve's contact prediction): every pair within its contact distance
+of the swept boxes, with its closest points at the start, whatever its motion (the caller
+picks and predicts).
+REPULSION (Bridson's repulsion stage, after a step): pairs that end the step closer than their
+contact distance ask for it along the direction between their closest points at the end. The
+start normal would be wrong there: when one side slides along the other the closest features
+change, and the start normal, from a collider's ridge or corner to cloth that is sliding past
+it, points along the surface; asking the end positions for the gap along it pushed sliding
+cloth back along the surface and stretched it (20% on a faceted sphere, measured). A pair whose
+start closest points pass each other along the start normal, or whose closest direction
+reverses, went through (or beside a face into the body behind it) in the step: it keeps the
+start normal, which says which side it belongs on.
 CONTINUOUS: pairs that touch (within a tolerance) during the linear motion x0 → x1 ask for a
 small positive gap along the normal of the first touch.
 """
@@ -25,8 +35,9 @@ from .._jit import njit, prange
 from .ccd import EDGE_EDGE, VERTEX_FACE, contact_normal, first_contact, gap
 from .vector import load
 
-PROXIMITY = 0
+NEARBY = 0
 CONTINUOUS = 1
+REPULSION = 2
 
 # record layout
 W0, NX, D0, GAP, MU, UX = 0, 4, 7, 8, 9, 10
@@ -91,6 +102,14 @@ def _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
     return max(m, _moved_by(b0, b1, c0, c1), _moved_by(b0, b1, d0, d1))
 
 
+@njit(inline="always")
+def _ahead(w0, w1, w2, w3, nx, ny, nz, a, b, c, d):
+    """n · Σ w·x: separation of the points with weights w along n [m]."""
+    return (nx * (w0 * a[0] + w1 * b[0] + w2 * c[0] + w3 * d[0])
+            + ny * (w0 * a[1] + w1 * b[1] + w2 * c[1] + w3 * d[1])
+            + nz * (w0 * a[2] + w1 * b[2] + w2 * c[2] + w3 * d[2]))
+
+
 @njit
 def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu, group_gap,
           group_mu, moved, h_out):
@@ -103,12 +122,12 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
     dist, mu = _pair_params(i0, i1, i2, i3, group, self_gap, self_mu, group_gap, group_mu)
     tol = max(0.1 * dist, MIN_DISTANCE)
     split = 1 if kind == VERTEX_FACE else 2
-    pad = dist if mode == PROXIMITY else tol
+    pad = tol if mode == CONTINUOUS else dist
     if _boxes_apart(x0, x1, i0, i1, i2, i3, split, pad):
         return False
     a0, b0, c0, d0 = load(x0, i0), load(x0, i1), load(x0, i2), load(x0, i3)
     a1, b1, c1, d1 = load(x1, i0), load(x1, i1), load(x1, i2), load(x1, i3)
-    if mode == PROXIMITY:
+    if mode != CONTINUOUS:
         d2, w0, w1, w2, w3 = gap(kind, 0.0, a0, b0, c0, d0, a1, b1, c1, d1)
         sep = np.sqrt(d2)
         if sep > 1e-3 * tol:
@@ -119,6 +138,18 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
             nx, ny, nz = contact_normal(kind, 0.0, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1,
                                         d1, tol)
         want = dist
+        if mode == REPULSION and _ahead(w0, w1, w2, w3, nx, ny, nz, a1, b1, c1, d1) > 0.0:
+            e2, v0, v1, v2, v3 = gap(kind, 0.0, a1, b1, c1, d1, a1, b1, c1, d1)
+            end = np.sqrt(e2)
+            if end > 1e-3 * tol:
+                mx = (v0 * a1[0] + v1 * b1[0] + v2 * c1[0] + v3 * d1[0]) / end
+                my = (v0 * a1[1] + v1 * b1[1] + v2 * c1[1] + v3 * d1[1]) / end
+                mz = (v0 * a1[2] + v1 * b1[2] + v2 * c1[2] + v3 * d1[2]) / end
+                if mx * nx + my * ny + mz * nz > 0.0:  # not reversed: the end's own normal
+                    if end >= want:
+                        return False
+                    w0, w1, w2, w3 = v0, v1, v2, v3
+                    nx, ny, nz = mx, my, mz
     else:
         # the closest points move apart or together at most by the largest relative motion
         # of a point of one primitive against a point of the other: far enough apart at the
@@ -130,13 +161,9 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
         if t < 0.0:
             return False
         want = 2.0 * tol
-    s0 = (nx * (w0 * a0[0] + w1 * b0[0] + w2 * c0[0] + w3 * d0[0])
-          + ny * (w0 * a0[1] + w1 * b0[1] + w2 * c0[1] + w3 * d0[1])
-          + nz * (w0 * a0[2] + w1 * b0[2] + w2 * c0[2] + w3 * d0[2]))
-    s1 = (nx * (w0 * a1[0] + w1 * b1[0] + w2 * c1[0] + w3 * d1[0])
-          + ny * (w0 * a1[1] + w1 * b1[1] + w2 * c1[1] + w3 * d1[1])
-          + nz * (w0 * a1[2] + w1 * b1[2] + w2 * c1[2] + w3 * d1[2]))
-    if s1 >= want:
+    s0 = _ahead(w0, w1, w2, w3, nx, ny, nz, a0, b0, c0, d0)
+    s1 = _ahead(w0, w1, w2, w3, nx, ny, nz, a1, b1, c1, d1)
+    if s1 >= want and mode != NEARBY:
         return False  # already ends far enough apart along the normal
     h_out[0], h_out[1], h_out[2], h_out[3] = w0, w1, w2, w3
     h_out[4], h_out[5], h_out[6] = nx, ny, nz
