@@ -2,10 +2,10 @@
 
 Solves A·Δv = b where each vertex i may have its velocity change prescribed along some
 directions: ``S_i`` (3x3) projects onto the free directions (I: free, 0: pinned, I - n nᵀ: held
-along n) and ``z`` holds the prescribed part. The preconditioner is a
-sparse LU of an earlier system matrix (preconditioner.py); the seeds' block-Jacobi choice
-needs hundreds of iterations on stiff cloth (and their "P_ii = 1/A_ii" wording must not be
-copied literally; see the digest, errata 4).
+along n) and ``z`` holds the prescribed part. The preconditioner is pluggable: incomplete
+Cholesky (incomplete_cholesky.py, the default), the seeds' block Jacobi, which needs hundreds of
+iterations on stiff cloth (their "P_ii = 1/A_ii" wording must not be copied literally; see the
+digest, errata 4), or a reused sparse LU (preconditioner.py).
 
 Dot products and norms are summed in fixed chunks so the result does not depend on the thread count.
 """

@@ -146,7 +146,7 @@ class MaterialParams:
 MODEL_NAMES = ("mass_spring", "implicit")
 INTEGRATOR_NAMES = ("symplectic_euler", "velocity_verlet", "rk4")
 BENDING_NAMES = ("angular", "flexion")
-PRECONDITIONER_NAMES = ("factor", "jacobi")
+PRECONDITIONER_NAMES = ("factor", "incomplete_cholesky", "jacobi")
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,10 @@ class SolverSettings:
         "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
     self_collision: bool = field(default=False, metadata={
         "doc": "keep the cloth from passing through itself"})
-    preconditioner: str = field(default="jacobi", metadata={
+    preconditioner: str = field(default="incomplete_cholesky", metadata={
         "choices": PRECONDITIONER_NAMES,
-        "doc": "implicit: PCG preconditioner: block Jacobi, or a sparse factor reused while it "
+        "doc": "implicit: PCG preconditioner: block Jacobi, incomplete Cholesky IC(0) "
+        "(10x fewer iterations, see incomplete_cholesky.py), or a sparse factor reused while it "
         "stays accurate (fast for slow motion, draping and settle; see preconditioner.py)"})
     cg_tolerance: float = _spec(
         1.0e-4, "", "implicit: relative residual at which the conjugate gradient stops",

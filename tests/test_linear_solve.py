@@ -7,13 +7,15 @@ import scipy.sparse.linalg as sla
 
 from solver import MaterialParams, SolverSettings
 from solver.cg import mpcg
+from solver.incomplete_cholesky import IncompleteCholesky, ic0_factor, lower_pattern
 from solver.model import bending_terms, build_model, membrane_terms
 from solver.preconditioner import BlockJacobi, LaggedFactor
 from solver.scenarios import hanging_cloth
 from solver.sparse import to_scipy
 from solver.system import ForceSystem
 
-PRECONDITIONERS = {"jacobi": BlockJacobi, "factor": LaggedFactor}
+PRECONDITIONERS = {"jacobi": BlockJacobi, "factor": LaggedFactor,
+                   "incomplete_cholesky": IncompleteCholesky}
 
 
 def _system(seed=0, crumple=0.01):
@@ -112,3 +114,62 @@ def test_a_fresh_factor_solves_in_one_iteration_and_a_stale_one_is_refreshed():
     pc.report_iterations(it2)
     pc.refresh(A2, "k", x2)
     assert pc.factorizations == 2
+
+
+def test_incomplete_cholesky_keeps_the_pattern_and_matches_the_matrix_on_it():
+    """IC(0): L has the lower triangle's pattern and (L·Lᵀ)_ij = A_ij wherever A_ij is in that
+    pattern; pinned vertices are identity rows."""
+    model, asm, A, b, x = _system()
+    pinned = np.array([0, 8])
+    pc = IncompleteCholesky(asm, pinned)
+    pc.refresh(A, "key", x)
+    assert pc.shifts_used == [0.0]
+    n = 3 * model.vertex_count
+    L = sp.csr_matrix((pc._lval, pc.indices, pc.indptr), shape=(n, n))
+    Af = to_scipy(asm, A).toarray()
+    free = np.ones(n, bool)
+    free[(3 * pinned[:, None] + np.arange(3)).ravel()] = False
+    Af[~free] = 0.0
+    Af[:, ~free] = 0.0
+    Af[~free, ~free] = 1.0
+    lower = sp.tril(sp.csr_matrix(Af)).tocsr()
+    assert set(zip(*L.nonzero())) <= set(zip(*sp.tril(to_scipy(asm, A)).nonzero())) | \
+        {(i, i) for i in range(n)}
+    LLt = (L @ L.T).toarray()
+    rows, cols = lower.nonzero()
+    np.testing.assert_allclose(LLt[rows, cols], Af[rows, cols], rtol=1e-9,
+                               atol=1e-12 * np.abs(Af).max())
+
+
+def test_incomplete_cholesky_is_exact_without_fill_and_shifts_on_a_bad_pivot():
+    """A tridiagonal SPD matrix has no fill, so IC(0) is its Cholesky factor; an indefinite
+    one fails without a shift and factors with one."""
+    n = 6
+    main, off = np.full(n, 4.0), np.full(n - 1, -1.0)
+    A = sp.diags([off, main, off], [-1, 0, 1]).tocsr()
+    low = sp.tril(A).tocsr()
+    low.sort_indices()
+    out = np.zeros(low.nnz)
+    assert ic0_factor(low.indptr, low.indices, low.data, 0.0, out)
+    L = sp.csr_matrix((out, low.indices, low.indptr), shape=(n, n)).toarray()
+    np.testing.assert_allclose(L @ L.T, A.toarray(), atol=1e-12)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A.toarray()), atol=1e-12)
+    bad = sp.tril(sp.diags([np.full(n - 1, -1.0), np.full(n, 1.5), np.full(n - 1, -1.0)],
+                           [-1, 0, 1])).tocsr()
+    bad.sort_indices()
+    assert not ic0_factor(bad.indptr, bad.indices, bad.data, 0.0, out)
+    assert ic0_factor(bad.indptr, bad.indices, bad.data, 1.0, out)
+
+
+def test_incomplete_cholesky_needs_far_fewer_iterations_than_jacobi():
+    model, asm, A, b, x = _system()
+    V = model.vertex_count
+    filt = _filters(V, np.array([0, 8]), [], np.zeros(3))
+    its = {}
+    for name in ("jacobi", "incomplete_cholesky"):
+        pc = PRECONDITIONERS[name](asm, np.array([0, 8]))
+        pc.refresh(A, "k", x)
+        its[name], res = mpcg(asm, A, b, filt, np.zeros((V, 3)), pc, 1.0 / model.mass, 1e-8,
+                              5000, np.zeros((V, 3)))
+        assert res <= 1e-8
+    assert its["incomplete_cholesky"] * 3 < its["jacobi"]

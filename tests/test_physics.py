@@ -54,7 +54,9 @@ def test_free_fall_matches_half_g_t_squared(model, kw):
     tol = 1e-4 * G / 24 if model == "implicit" else 1e-12
     assert np.all(np.abs(drop - 0.5 * G * t * t) <= bound + tol)
     assert np.ptp(drop) <= tol  # it falls as a rigid body: no internal force arises
-    assert r.frames[-1].max_strain < 1e-9
+    # implicit: the PCG multiplies with a float32 copy of the matrix (cg.mpcg), so a rigid
+    # fall keeps float32 rounding as strain (measured 1e-7), far below anything visible
+    assert r.frames[-1].max_strain < (1e-6 if model == "implicit" else 1e-9)
 
 
 @pytest.mark.parametrize("model", list(MODELS))
@@ -80,7 +82,7 @@ def test_hanging_strip_stretches_by_rho_g_l2_over_2k(model):
     np.testing.assert_allclose(-bottom - 1.0, expected, rtol=0.01)
 
 
-@pytest.mark.parametrize("preconditioner", ["jacobi", "factor"])
+@pytest.mark.parametrize("preconditioner", ["jacobi", "factor", "incomplete_cholesky"])
 def test_settle_reaches_the_hanging_strip_equilibrium(preconditioner):
     r = simulate(hanging_strip(SOFT, settings("implicit", settle=True, substeps=4,
                                               preconditioner=preconditioner), frames=8))
@@ -92,12 +94,13 @@ def test_settle_reaches_the_hanging_strip_equilibrium(preconditioner):
 def test_the_preconditioner_changes_the_cost_not_the_motion():
     runs = {p: simulate(hanging_cloth(9, SOFT, settings("implicit", preconditioner=p,
                                                         cg_tolerance=1e-8), frames=12))
-            for p in ("jacobi", "factor")}
-    a, b = runs["jacobi"].positions, runs["factor"].positions
+            for p in ("jacobi", "factor", "incomplete_cholesky")}
+    a = runs["jacobi"].positions
     assert np.abs(a[-1] - a[0]).max() > 0.1  # the cloth swings
-    np.testing.assert_allclose(a, b, atol=1e-6)
-    assert sum(f.iterations for f in runs["factor"].frames) < \
-        sum(f.iterations for f in runs["jacobi"].frames)
+    cost = {p: sum(f.iterations for f in r.frames) for p, r in runs.items()}
+    for p in ("factor", "incomplete_cholesky"):
+        np.testing.assert_allclose(a, runs[p].positions, atol=1e-6)
+        assert cost[p] < cost["jacobi"]
 
 
 STIFF_STRIP = MaterialParams(area_density=0.2, stretch_stiffness=2e4, shear_stiffness=100.0,

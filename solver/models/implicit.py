@@ -24,6 +24,7 @@ import numpy as np
 from ..cg import dot3, mpcg
 from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
+from ..incomplete_cholesky import IncompleteCholesky
 from ..preconditioner import BlockJacobi, LaggedFactor
 from ..system import ForceSystem
 from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
@@ -50,12 +51,13 @@ class ImplicitSolver(ClothSolver):
         self.dv = np.zeros((V, 3))
         # residual norm weights: M⁻¹ on moving vertices (mass 1 for massless ones, filtered)
         self._weights = 1.0 / np.where(model.mass > 0, model.mass, 1.0)
-        kind = LaggedFactor if settings.preconditioner == "factor" else BlockJacobi
+        kind = {"factor": LaggedFactor, "incomplete_cholesky": IncompleteCholesky,
+                "jacobi": BlockJacobi}[settings.preconditioner]
         self.precond = kind(self.system.asm, self.fixed)
-        # Block Jacobi runs hundreds of memory-bound products per solve: float32 products
-        # halve the time (1.9 mm difference over 24 frames of the 33x33 hanging cloth, where
-        # the CG tolerance alone moves it 10 mm). A factor's point is an exact solve.
-        self._product_dtype = np.float32 if kind is BlockJacobi else np.float64
+        # The PCG's products are memory-bound: float32 products halve their time (1.9 mm
+        # difference over 24 frames of the 33x33 hanging cloth, where the CG tolerance alone
+        # moves it 10 mm). A reused factor's point is an exact solve: float64 there.
+        self._product_dtype = np.float64 if kind is LaggedFactor else np.float32
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
