@@ -85,6 +85,7 @@ def build_scene(bpy, np):
     sheet = grid("Sheet", (31, 31), (1.3, 1.3), (0.9, 0.0, 1.2))
     sheet.data.materials.append(material("Sheet", (0.85, 0.82, 0.75), 0.5))
     sheet.cloth_solver.role = "CLOTH"
+    sheet.cloth_solver.self_collision = True  # its folds stay free of self-intersections
     bpy.context.view_layer.objects.active = sheet
     bpy.ops.cloth_solver.preset_apply(name="denim")
 
