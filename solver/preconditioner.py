@@ -50,6 +50,36 @@ def filtered_blocks(row_ptr, col, blocks, diag, fixed_mask, out):
 
 
 @njit(parallel=True)
+def projected_blocks(row_ptr, col, blocks, diag, filt, out):
+    """The matrix of the constrained system: S_i·A_ij·S_j, plus I − S_i on the diagonal.
+
+    With S_i the per-vertex filters of the PCG (I free, 0 pinned, I − n·nᵀ held along a
+    contact normal n) this is the operator the filtered PCG works with, extended by the
+    identity on the constrained directions; fixed vertices get identity rows.
+
+    Args:
+        row_ptr, col, blocks: the block-CSR matrix A, blocks (nnzb, 3, 3).
+        diag: (V,) slot of each diagonal block.
+        filt: (V, 3, 3) filters S_i.
+        out: (nnzb, 3, 3) written.
+    """
+    for i in prange(len(row_ptr) - 1):
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            j = col[p]
+            for r in range(3):
+                for c in range(3):
+                    acc = 0.0
+                    for a in range(3):
+                        for b in range(3):
+                            acc += filt[i, r, a] * blocks[p, a, b] * filt[j, b, c]
+                    out[p, r, c] = acc
+        d = diag[i]
+        for r in range(3):
+            for c in range(3):
+                out[d, r, c] += (1.0 if r == c else 0.0) - filt[i, r, c]
+
+
+@njit(parallel=True)
 def vertex_rotations(row_ptr, col, x_ref, x, out):
     """Best-fit rotation of each vertex's neighbourhood from x_ref to x (Kabsch), (V, 3, 3).
 
@@ -108,8 +138,8 @@ class BlockJacobi:
         self.factorizations = 0
         self.stale = True
 
-    def refresh(self, blocks: np.ndarray, key, x: np.ndarray) -> None:
-        """Invert the diagonal blocks of the current matrix (every solve)."""
+    def refresh(self, blocks: np.ndarray, key, x: np.ndarray, filt=None) -> None:
+        """Invert the diagonal blocks of the current matrix (every solve); ``filt`` unused."""
         invert_diagonal_blocks(blocks, self.asm.diag, self.fixed_mask, self._inv)
         self.factorizations += 1
 
@@ -142,9 +172,10 @@ class LaggedFactor:
         self.stale = True
         self.factorizations = 0
 
-    def refresh(self, blocks: np.ndarray, key, x: np.ndarray) -> None:
+    def refresh(self, blocks: np.ndarray, key, x: np.ndarray, filt=None) -> None:
         """Factor ``blocks`` (pins filtered) now if stale or ``key`` (e.g. the step length)
-        differs from the last factor's; otherwise warp the old factor to the configuration x."""
+        differs from the last factor's; otherwise warp the old factor to the configuration x.
+        ``filt`` is unused: the factor is reused across changing contact sets."""
         if not self.stale and key == self._key and self._lu is not None:
             a = self.asm
             vertex_rotations(a.row_ptr, a.col, self._x_ref, x, self._rot)

@@ -173,3 +173,29 @@ def test_incomplete_cholesky_needs_far_fewer_iterations_than_jacobi():
                               5000, np.zeros((V, 3)))
         assert res <= 1e-8
     assert its["incomplete_cholesky"] * 3 < its["jacobi"]
+
+
+def test_incomplete_cholesky_of_the_constrained_system_suits_many_contacts():
+    """With contact filters on half the vertices (random normals), factoring the projected
+    matrix S·A·S + (I − S) converges in fewer PCG iterations than factoring A, to the same
+    solution as the direct solve of the constrained system."""
+    model, asm, A, b, x = _system()
+    V = model.vertex_count
+    rng = np.random.default_rng(3)
+    filt = np.repeat(np.eye(3)[None], V, axis=0)
+    held = rng.choice(V, V // 2, replace=False)
+    normals = rng.standard_normal((len(held), 3))
+    normals /= np.linalg.norm(normals, axis=1)[:, None]
+    filt[held] = np.eye(3) - normals[:, :, None] * normals[:, None, :]
+    z = np.zeros((V, 3))
+    its, out = {}, {}
+    for projected in (False, True):
+        pc = IncompleteCholesky(asm, np.zeros(0, dtype=np.int64))
+        pc.refresh(A, "k", x, filt if projected else None)
+        out[projected] = np.zeros((V, 3))
+        its[projected], res = mpcg(asm, A, b, filt, z, pc, 1.0 / model.mass, 1e-10, 5000,
+                                   out[projected])
+        assert res <= 1e-10
+    assert its[True] < its[False]
+    np.testing.assert_allclose(out[True], out[False], atol=1e-8 * np.abs(out[False]).max())
+    np.testing.assert_allclose(np.einsum("ij,ij->i", out[True][held], normals), 0.0, atol=1e-12)

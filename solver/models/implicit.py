@@ -83,14 +83,14 @@ class ImplicitSolver(ClothSolver):
         if not (np.isfinite(self.rhs).all() and np.isfinite(self.A).all()):
             raise BlowUpError("non-finite forces or stiffness in the implicit solve")
         before = pc.factorizations
-        pc.refresh(self.A, key, x)
+        pc.refresh(self.A, key, x, self.filt)
         guess = self.dv.copy()
         args = (self.system.asm, self.A, self.rhs, self.filt, self.z, pc, self._weights,
                 st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype)
         it, res = mpcg(*args)
         if res > st.cg_tolerance and pc.factorizations == before:
             pc.stale = True  # a stale factor failed to converge: refactor and solve again
-            pc.refresh(self.A, key, x)
+            pc.refresh(self.A, key, x, self.filt)
             self.dv[:] = guess
             more, res = mpcg(*args)
             it += more
