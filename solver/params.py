@@ -165,6 +165,10 @@ class SolverSettings:
     stability_safety: float = _spec(
         0.8, "", "fraction of the explicit stability limit used for the automatic step",
         0.0, 1.0, exclusive_min=True)
+    max_substeps: int = _spec(
+        20000, "", "explicit: most substeps per frame the automatic step may take; a stiffer or "
+        "finer cloth stops with a message instead of running for hours", 1, 10_000_000,
+        integer=True)
     midpoint_blend: float = _spec(
         0.0, "", "implicit: λ blend towards a second-order rule (0 = implicit Euler). "
         "EXPERIMENTAL: exact on linear oscillators but unstable on swinging cloth", 0.0, 0.95)

@@ -17,7 +17,7 @@ from .collision.pipeline import CollisionHandler, CollisionStats
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .model import ClothModel, build_model
-from .models.base import BlowUpError, ClothSolver, FrameTargets
+from .models.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
 from .registry import make_solver
 from .spec import SimulationSpec
 
@@ -192,6 +192,9 @@ class Simulation:
             self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
                                  "kept. Try more substeps, the implicit model, or a lower "
                                  "stiffness.")
+            return None
+        except StepLimitError as exc:
+            self.result.error = f"frame {f}: {exc}; frames 0-{f - 1} are kept."
             return None
         wall = time.perf_counter() - start
         self._positions[f] = self.solver.x

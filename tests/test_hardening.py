@@ -284,6 +284,24 @@ def test_explicit_model_substeps_a_far_too_low_request():
     assert max(f.max_strain for f in r.frames) < 0.05
 
 
+def test_explicit_model_refuses_a_step_count_that_would_run_for_hours():
+    """Absurd stiffness on the explicit model: stop on the first frame with the substeps it
+    would need and the way out, instead of stepping millions of times."""
+    g = grid_mesh((0.3, 0.3), (6, 6), (0, 0, 1))
+    mat = dataclasses.replace(SOFT, stretch_stiffness=1e8, shear_stiffness=1e8)
+    r = run(g, pins=[30, 35], model="mass_spring", material=mat, frames=4)
+    assert r.error is not None and r.frames == []
+    assert r.error.startswith("frame 1: the mass_spring model needs ")
+    assert "substeps per frame to stay stable" in r.error
+    assert "more than max_substeps = 20,000; use the implicit model" in r.error
+    assert r.positions.shape[0] == 1  # frame 0 kept
+    # the same cloth runs when the user allows the steps it needs (here a few hundred thousand
+    # would be needed: a lower stiffness shows the limit is the only thing that stopped it)
+    ok = run(g, pins=[30, 35], model="mass_spring", frames=1,
+             material=dataclasses.replace(mat, stretch_stiffness=1e4, shear_stiffness=1e2))
+    assert ok.error is None
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_nan_pin_target_stops_with_frame_and_hint_keeping_earlier_frames(model):
     n, frames, bad = 5, 6, 4

@@ -51,6 +51,10 @@ class BlowUpError(RuntimeError):
     """The state became non-finite or a vertex exceeded the speed limit."""
 
 
+class StepLimitError(RuntimeError):
+    """A stable step would need more substeps per frame than the settings allow."""
+
+
 @dataclass
 class FrameTargets:
     """Pin goal positions at the start and end of a frame [m].

@@ -16,7 +16,7 @@ import numpy as np
 from ..model import ClothModel, bending_terms, spring_terms
 from ..params import SolverSettings
 from ..system import ForceSystem
-from .base import ClothSolver, FrameTargets, StepInfo
+from .base import ClothSolver, FrameTargets, StepInfo, StepLimitError
 
 
 def gershgorin_rates(K: np.ndarray, D: np.ndarray, row_ptr: np.ndarray, inv_mass: np.ndarray
@@ -110,6 +110,12 @@ class MassSpringSolver(ClothSolver):
         omega2, gamma = largest_rates(s.K, s.D, s.asm, self.inv_mass)
         self.last_stable_step = stable_step(omega2, gamma, self.settings.integrator)
         needed = math.ceil(frame_dt / (self.settings.stability_safety * self.last_stable_step))
+        if needed > self.settings.max_substeps:
+            raise StepLimitError(
+                f"the mass_spring model needs {needed:,} substeps per frame to stay stable "
+                f"here (stable step {self.last_stable_step:.2e} s), more than max_substeps = "
+                f"{self.settings.max_substeps:,}; use the implicit model, a lower stiffness or "
+                "a coarser mesh, or raise max_substeps")
         return max(1, needed, self.settings.substeps or 1)
 
     def _accel_at(self, x, v, wind, soft):
