@@ -41,16 +41,25 @@ def _filters(V, pinned, plane_vertex, normal):
     return filt
 
 
+PINNED, PLANE_VERTEX, PLANE_NORMAL = np.array([0, 8]), 40, np.array([0.0, 0.6, 0.8])
+
+
+def _pins_and_plane(V):
+    """Filters and prescribed values: two pins with given velocity changes and one vertex held
+    on a contact plane, moving 0.05 along its normal."""
+    filt = _filters(V, PINNED, PLANE_VERTEX, PLANE_NORMAL)
+    z = np.zeros((V, 3))
+    z[PINNED] = [[0.1, 0.2, 0.3], [-0.1, 0.0, 0.2]]
+    z[PLANE_VERTEX] = 0.05 * PLANE_NORMAL
+    return filt, z
+
+
 @pytest.mark.parametrize("name", list(PRECONDITIONERS))
 def test_mpcg_matches_a_direct_solve_with_pins_and_a_contact_plane(name):
     model, asm, A, b, x = _system()
     V = model.vertex_count
-    pinned = np.array([0, 8])
-    n = np.array([0.0, 0.6, 0.8])
-    filt = _filters(V, pinned, 40, n)
-    z = np.zeros((V, 3))
-    z[pinned] = [[0.1, 0.2, 0.3], [-0.1, 0.0, 0.2]]
-    z[40] = 0.05 * n  # prescribed velocity change along the contact normal
+    pinned, n = PINNED, PLANE_NORMAL
+    filt, z = _pins_and_plane(V)
     pc = PRECONDITIONERS[name](asm, pinned)
     pc.refresh(A, "key", x)
     out = np.zeros((V, 3))
@@ -65,7 +74,7 @@ def test_mpcg_matches_a_direct_solve_with_pins_and_a_contact_plane(name):
     expected = S @ free + z.ravel()
     np.testing.assert_allclose(out.ravel(), expected, rtol=1e-7, atol=1e-9 * np.abs(expected).max())
     np.testing.assert_array_equal(out[pinned], z[pinned])
-    assert out[40] @ n == pytest.approx(0.05)
+    assert out[PLANE_VERTEX] @ n == pytest.approx(0.05)
 
 
 def test_float32_products_solve_to_their_rounding_floor():
@@ -74,12 +83,8 @@ def test_float32_products_solve_to_their_rounding_floor():
     relative measured here), and pins and contact constraints still hold exactly."""
     model, asm, A, b, x = _system()
     V = model.vertex_count
-    pinned = np.array([0, 8])
-    n = np.array([0.0, 0.6, 0.8])
-    filt = _filters(V, pinned, 40, n)
-    z = np.zeros((V, 3))
-    z[pinned] = [[0.1, 0.2, 0.3], [-0.1, 0.0, 0.2]]
-    z[40] = 0.05 * n
+    pinned, n = PINNED, PLANE_NORMAL
+    filt, z = _pins_and_plane(V)
     pc = BlockJacobi(asm, pinned)
     pc.refresh(A, "key", x)
     exact, rounded = np.zeros((V, 3)), np.zeros((V, 3))
@@ -90,7 +95,7 @@ def test_float32_products_solve_to_their_rounding_floor():
     scale = np.abs(exact).max()
     assert 0.0 < np.abs(rounded - exact).max() <= 1e-3 * scale
     np.testing.assert_array_equal(rounded[pinned], z[pinned])
-    assert rounded[40] @ n == pytest.approx(0.05)
+    assert rounded[PLANE_VERTEX] @ n == pytest.approx(0.05)
 
 
 def test_a_fresh_factor_solves_in_one_iteration_and_a_stale_one_is_refreshed():
