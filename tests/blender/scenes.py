@@ -135,3 +135,15 @@ def assert_matches(obj, positions, frame_start=1):
     for i, expected in enumerate(positions):
         got = evaluated_world(obj, frame_start + i)
         np.testing.assert_allclose(got, expected, atol=ATOL, err_msg=f"frame {frame_start + i}")
+
+
+def modal_operator(job):
+    """The modal bake operator's own methods on a stand-in instance (background Blender cannot
+    run an operator modally; the methods are the ones the UI calls). Returns (class, op)."""
+    import types
+    cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
+    op = types.SimpleNamespace(_job=job, _timer=None, reports=[])
+    op.report = lambda kind, message: op.reports.append((set(kind), message))
+    op._end = lambda context: cls._end(op, context)
+    op._status = lambda context: cls._status(op, context)
+    return cls, op

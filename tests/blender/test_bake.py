@@ -8,7 +8,7 @@ import pytest
 
 import bpy
 from scenes import (ATOL, addon, assert_matches, cloth, evaluated_world, fcurve_paths, key_state,
-                    local_positions, reference, same_key_state, solver)
+                    local_positions, modal_operator, reference, same_key_state, solver)
 
 
 def test_bake_writes_one_keyed_shape_key_per_frame_matching_the_solver():
@@ -310,22 +310,10 @@ def test_several_cloth_objects_bake_in_one_go_with_their_own_materials():
                            atol=1e-4)  # the materials really differ
 
 
-def _modal_operator(job):
-    """The modal bake operator's own methods on a stand-in instance (no window in background
-    mode, so Blender cannot run it modally; the methods are the ones the UI calls)."""
-    import types
-    cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
-    op = types.SimpleNamespace(_job=job, _timer=None, reports=[])
-    op.report = lambda kind, message: op.reports.append((set(kind), message))
-    op._end = lambda context: cls._end(op, context)
-    op._status = lambda context: cls._status(op, context)
-    return cls, op
-
-
 def test_modal_bake_steps_on_timer_events_and_writes_at_the_end():
     obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
     expected = reference(obj, 3, pins=[12, 15])
-    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     event = types_event("MOUSEMOVE")
     assert cls.modal(op, bpy.context, event) == {"PASS_THROUGH"}
     result, events = {"RUNNING_MODAL"}, 0
@@ -342,7 +330,7 @@ def test_modal_bake_esc_cancels_and_keeps_the_previous_bake():
     world = evaluated_world(obj, 3)
     before = key_state(obj)
     obj.cloth_solver.solver = "MASS_SPRING"
-    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     assert cls.modal(op, bpy.context, types_event("ESC")) == {"CANCELLED"}
     assert op.reports == [({"WARNING"}, "Bake cancelled; the previous bake is unchanged")]
     assert op._job is None
@@ -374,7 +362,7 @@ def test_a_solver_exception_stops_the_bake_with_the_frame_and_keeps_the_previous
         bpy.ops.cloth_solver.bake()
     assert same_key_state(before, key_state(obj))
 
-    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     result, events = {"RUNNING_MODAL"}, 0
     while result == {"RUNNING_MODAL"} and events < 1000:
         result, events = cls.modal(op, bpy.context, types_event("TIMER")), events + 1

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import addon, cloth, evaluated_world, key_state, local_positions, same_key_state
+from scenes import (addon, cloth, evaluated_world, key_state, local_positions, modal_operator,
+                    same_key_state)
 
 
 def _undo_stack():
@@ -119,18 +120,6 @@ def test_a_failed_bake_adds_no_undo_step():
     assert obj.data.shape_keys is None and obj.cloth_solver.pin_group == "pins"
 
 
-def _modal_operator(job):
-    """The modal bake operator's own methods on a stand-in instance (background Blender cannot
-    run an operator modally); see test_bake.py."""
-    import types
-    cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
-    op = types.SimpleNamespace(_job=job, _timer=None, reports=[])
-    op.report = lambda kind, message: op.reports.append((set(kind), message))
-    op._end = lambda context: cls._end(op, context)
-    op._status = lambda context: cls._status(op, context)
-    return cls, op
-
-
 def test_undo_while_the_modal_bake_runs_cancels_it():
     import types
     _undo_stack()
@@ -140,7 +129,7 @@ def test_undo_while_the_modal_bake_runs_cancels_it():
     baked = _state()
     bpy.data.objects["Cloth"].cloth_solver.solver = "MASS_SPRING"
     _push("mass spring")
-    cls, op = _modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
+    cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     assert op._job.step()  # the first frame, as a timer event would
     assert bpy.ops.ed.undo() == {"FINISHED"}  # Ctrl+Z while the bake runs
     result = cls.modal(op, bpy.context, types.SimpleNamespace(type="TIMER", value="NOTHING"))
