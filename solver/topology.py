@@ -30,6 +30,33 @@ def triangulate(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
     return tris.astype(np.int64), tri_face.astype(np.int64)
 
 
+def canonical_triangles(mesh: PolyMesh) -> np.ndarray:
+    """Triangles of ``mesh`` independent of its polygon order and of where each loop starts.
+
+    Each polygon is rotated to start at its lowest vertex index (winding kept), fan-triangulated,
+    and the triangles are sorted. Two meshes with the same vertices and the same polygons then
+    give the same array, so a collider's contacts do not depend on how Blender happened to order
+    its faces (``bmesh.ops.create_uvsphere`` orders them differently from run to run).
+
+    Returns:
+        triangles (T, 3) int64, rows in lexicographic order.
+    """
+    o = mesh.face_offsets
+    idx = np.asarray(mesh.face_indices, dtype=np.int64)
+    sizes = np.diff(o)
+    if len(sizes) == 0:
+        return np.zeros((0, 3), np.int64)
+    face = np.repeat(np.arange(len(sizes)), sizes)
+    lowest = np.minimum.reduceat(idx, o[:-1])
+    at_lowest = np.flatnonzero(idx == lowest[face])
+    first = np.unique(face[at_lowest], return_index=True)[1]
+    shift = at_lowest[first] - o[:-1]
+    local = np.arange(len(idx)) - o[:-1][face]
+    rotated = idx[o[:-1][face] + (local + shift[face]) % sizes[face]]
+    tris, _ = triangulate(PolyMesh(mesh.positions, rotated, o))
+    return tris[np.lexsort(tris.T[::-1])]
+
+
 def alternate_quad_triangles(mesh: PolyMesh) -> np.ndarray:
     """Triangles of every quad split along its *other* diagonal (1, 3), shape (2·Q, 3).
 

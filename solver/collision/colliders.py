@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec import Collider
-from ..topology import triangulate, unique_edges
+from ..topology import canonical_triangles, unique_edges
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class ColliderSet:
         for g, c in enumerate(meshes):
             if c.mesh is None:
                 raise ValueError("a mesh collider needs a mesh")
-            t, _ = triangulate(c.mesh)
+            t = canonical_triangles(c.mesh)
             V = c.mesh.vertex_count
             tris.append(t + offset)
             groups.append(np.full(V, g, np.int64))
