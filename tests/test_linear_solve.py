@@ -204,3 +204,17 @@ def test_incomplete_cholesky_of_the_constrained_system_suits_many_contacts():
     assert its[True] < its[False]
     np.testing.assert_allclose(out[True], out[False], atol=1e-8 * np.abs(out[False]).max())
     np.testing.assert_allclose(np.einsum("ij,ij->i", out[True][held], normals), 0.0, atol=1e-12)
+
+
+def test_incomplete_cholesky_applies_the_inverse_of_its_factor():
+    """The blocked float32 triangular solves give (L·Lᵀ)⁻¹·r of the scalar factor."""
+    model, asm, A, b, x = _system()
+    pc = IncompleteCholesky(asm, np.array([0, 8]))
+    pc.refresh(A, "key", x)
+    n = 3 * model.vertex_count
+    L = sp.csr_matrix((pc._lval, pc.indices, pc.indptr), shape=(n, n)).toarray()
+    r = np.random.default_rng(3).standard_normal((model.vertex_count, 3))
+    out = np.zeros_like(r)
+    pc.apply(r, out)
+    expected = np.linalg.solve(L @ L.T, r.reshape(-1)).reshape(r.shape)
+    np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
