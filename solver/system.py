@@ -91,8 +91,7 @@ class ForceSystem:
         self.force[:] = 0.0
         gather_forces(self.local_f, self.asm.force_ptr, self.asm.force_src, self.force)
         if want_jac:
-            gather_blocks(lk, self.asm.block_ptr, self.asm.block_src, self.K)
-            gather_blocks(ld, self.asm.block_ptr, self.asm.block_src, self.D)
+            gather_blocks(lk, ld, self.asm.block_ptr, self.asm.block_src, self.K, self.D)
 
     def evaluate(self, x, v, gravity, wind, soft_targets, want_jac: bool = False) -> None:
         """All forces [N] into self.force; K [N/m] and D [N·s/m] blocks if want_jac.
