@@ -1,8 +1,12 @@
-"""Block-sparse (3x3 blocks, CSR by vertex) matrices with a fixed pattern, assembled by gathering.
+"""Block-sparse (3x3 blocks, CSR by vertex) matrices with a fixed pattern, and their assembly.
 
-Element kernels write their local force vectors and 3x3 Hessian blocks into flat buffers in
-parallel; these gathers then sum them per vertex / per matrix block in a fixed order. No two
-threads write the same slot, so assembly is race-free and bit-deterministic.
+Element kernels write their local force vectors into a flat buffer in parallel, and a gather
+sums them per vertex in a fixed order. Their 3x3 Jacobian blocks are added straight into the
+matrix: runs of consecutive elements are coloured so that no two runs of one colour share a
+vertex; the colours run one after another and the runs of a colour in parallel. No two threads write the same
+block and every block sums its terms in the same order, so assembly is race-free and
+bit-deterministic. (Gathering blocks from a per-element buffer instead read 33 MB in random
+order at 4k vertices and cost 31 ms per Newton iteration, measured.)
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ class ElementGroup:
     Attributes:
         elements: vertex indices, shape (E, k), int64.
         force_offset: first row of this group in the shared local-force buffer.
-        block_offset: first block of this group in the shared local-block buffer; the
-            block for element e, corners (a, b) is ``block_offset + (e * k + a) * k + b``.
+        block_offset: first entry of this group in ``Assembly.block_slot``; element e's block
+            for corners (a, b) is matrix slot ``block_slot[block_offset + (e * k + a) * k + b]``.
+        run_start, run_order, color_ptr: runs of consecutive elements, coloured so that runs
+            of one colour share no vertex (see color_elements).
     """
 
     elements: np.ndarray
     force_offset: int
     block_offset: int
+    run_start: np.ndarray
+    run_order: np.ndarray
+    color_ptr: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -39,9 +48,8 @@ class Assembly:
         col: block column index, shape (nnzb,).
         diag: slot of the diagonal block of each vertex, shape (V,).
         force_ptr, force_src: vertex v sums local forces ``force_src[force_ptr[v]:force_ptr[v+1]]``.
-        block_ptr, block_src: slot s sums local blocks ``block_src[block_ptr[s]:block_ptr[s+1]]``.
+        block_slot: matrix slot of every element block (see ElementGroup), shape (L,).
         local_force_count: rows of the local-force buffer.
-        local_block_count: blocks of the local-block buffer.
     """
 
     row_ptr: np.ndarray
@@ -49,10 +57,8 @@ class Assembly:
     diag: np.ndarray
     force_ptr: np.ndarray
     force_src: np.ndarray
-    block_ptr: np.ndarray
-    block_src: np.ndarray
+    block_slot: np.ndarray
     local_force_count: int
-    local_block_count: int
 
 
 def build_assembly(element_sets: list[np.ndarray], vertex_count: int
@@ -69,7 +75,7 @@ def build_assembly(element_sets: list[np.ndarray], vertex_count: int
     for el in element_sets:
         el = np.asarray(el, dtype=np.int64)  # (E, k); E may be 0 (e.g. one triangle: no hinges)
         E, k = el.shape
-        groups.append(ElementGroup(el, f_off, b_off))
+        groups.append(ElementGroup(el, f_off, b_off, *color_elements(el, V)))
         f_vert.append(el.ravel())
         r = np.repeat(el, k, axis=1).ravel()          # (E, k, k) row vertex
         c = np.tile(el, (1, k)).ravel()               # (E, k, k) column vertex
@@ -88,12 +94,65 @@ def build_assembly(element_sets: list[np.ndarray], vertex_count: int
     force_ptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(fv, minlength=V), out=force_ptr[1:])
     slot = np.searchsorted(keys, np.concatenate(b_key)) if b_key else np.zeros(0, np.int64)
-    block_src = np.argsort(slot, kind="stable").astype(np.int64)
-    block_ptr = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(slot, minlength=len(keys)), out=block_ptr[1:])
     asm = Assembly(row_ptr, col.astype(np.int64), diag.astype(np.int64), force_ptr, force_src,
-                   block_ptr, block_src, f_off, b_off)
+                   slot.astype(np.int64), f_off)
     return asm, groups
+
+
+def color_elements(elements: np.ndarray, vertex_count: int
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split the elements into runs of consecutive elements and colour the runs so that runs of
+    one colour share no vertex.
+
+    Within a run elements keep their mesh order, so a thread adding one run's blocks walks
+    nearby matrix rows. (Colouring single elements instead made every colour sweep the whole
+    matrix: the bending kernel went from 3 to 11 ms at 4k vertices, measured.)
+
+    Args:
+        elements: (E, k) vertex indices.
+    Returns:
+        (run_start (R+1,): run r is elements run_start[r]:run_start[r+1];
+         run_order (R,): runs sorted by colour; color_ptr (C+1,): colour c is
+         run_order[color_ptr[c]:color_ptr[c+1]]).
+    """
+    E = len(elements)
+    size = max(RUN_MIN_ELEMENTS, -(-E // RUN_MAX_COUNT))
+    run_start = np.append(np.arange(0, E, size), E).astype(np.int64)
+    R = len(run_start) - 1
+    if R == 0:
+        return run_start, np.zeros(0, np.int64), np.zeros(1, np.int64)
+    color = _greedy_run_colors(np.ascontiguousarray(elements, dtype=np.int64), run_start,
+                               vertex_count)
+    run_order = np.argsort(color, kind="stable").astype(np.int64)
+    color_ptr = np.zeros(int(color.max()) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(color), out=color_ptr[1:])
+    return run_start, run_order, color_ptr
+
+
+RUN_MIN_ELEMENTS = 64  # elements per run, at least
+RUN_MAX_COUNT = 256    # runs per element kind, at most (bounds the colouring's work table)
+
+
+@njit
+def _greedy_run_colors(elements, run_start, vertex_count):
+    R = len(run_start) - 1
+    used = np.zeros((vertex_count, R), dtype=np.bool_)  # colours already at each vertex
+    color = np.empty(R, dtype=np.int64)
+    for r in range(R):
+        taken = np.zeros(R, dtype=np.bool_)
+        for e in range(run_start[r], run_start[r + 1]):
+            for a in range(elements.shape[1]):
+                for c in range(R):
+                    if used[elements[e, a], c]:
+                        taken[c] = True
+        c = 0
+        while taken[c]:
+            c += 1
+        color[r] = c
+        for e in range(run_start[r], run_start[r + 1]):
+            for a in range(elements.shape[1]):
+                used[elements[e, a], c] = True
+    return color
 
 
 @njit(parallel=True)
@@ -109,24 +168,6 @@ def gather_forces(local, ptr, src, out):
         out[v, 0] += s0
         out[v, 1] += s1
         out[v, 2] += s2
-
-
-@njit(parallel=True)
-def gather_blocks(local_k, local_d, ptr, src, out_k, out_d):
-    """out_k[s] = Σ local_k[src[ptr[s]:ptr[s+1]]], and the same for d, in one pass over the
-    gather map; local_* (L, 3, 3), out_* (nnzb, 3, 3). Scalar accumulators: a 3x3 temporary
-    per block made this gather the largest cost of a Newton iteration at 1k vertices."""
-    for s in prange(len(ptr) - 1):
-        k = np.zeros(9)  # hoisted by numba; each entry of the map is read once
-        d = np.zeros(9)
-        for p in range(ptr[s], ptr[s + 1]):
-            q = src[p]
-            for e in range(9):
-                k[e] += local_k[q, e // 3, e % 3]
-                d[e] += local_d[q, e // 3, e % 3]
-        for e in range(9):
-            out_k[s, e // 3, e % 3] = k[e]
-            out_d[s, e // 3, e % 3] = d[e]
 
 
 @njit(parallel=True)

@@ -14,7 +14,7 @@ from .forces.external import external_kernel, goal_spring_kernel
 from .forces.membrane import membrane_kernel
 from .forces.springs import spring_kernel
 from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
-from .sparse import build_assembly, gather_blocks, gather_forces
+from .sparse import build_assembly, gather_forces
 
 
 class ForceSystem:
@@ -49,8 +49,6 @@ class ForceSystem:
         V = model.vertex_count
         nnzb = len(self.asm.col)
         self.local_f = np.zeros((self.asm.local_force_count, 3))
-        self._local_k = None
-        self._local_d = None
         self.force = np.zeros((V, 3))
         self.K = np.zeros((nnzb, 3, 3))
         self.D = np.zeros((nnzb, 3, 3))
@@ -59,39 +57,35 @@ class ForceSystem:
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self._empty_blocks = np.zeros((0, 3, 3))
 
-    def _blocks(self, want_jac):
-        if not want_jac:
-            return self._empty_blocks, self._empty_blocks
-        if self._local_k is None:
-            self._local_k = np.zeros((self.asm.local_block_count, 3, 3))
-            self._local_d = np.zeros((self.asm.local_block_count, 3, 3))
-        return self._local_k, self._local_d
-
     def internal(self, x, v, want_jac: bool = False) -> None:
         """Internal (elastic + damping) forces into self.force, K and D if want_jac."""
-        lk, ld = self._blocks(want_jac)
+        if want_jac:
+            self.K[:] = 0.0
+            self.D[:] = 0.0
+        K, D = (self.K, self.D) if want_jac else (self._empty_blocks, self._empty_blocks)
         m = self.model
         if self.membrane is not None:
             g = self._g_membrane
             membrane_kernel(x, v, m.triangles, self.membrane.coef_u, self.membrane.coef_v,
                             self.membrane.area, m.tri_stiffness, want_jac, self.psd,
-                            g.force_offset, g.block_offset, self.energy_membrane,
-                            self.local_f, lk, ld)
+                            g.force_offset, g.block_offset, g.run_start, g.run_order, g.color_ptr,
+                            self.asm.block_slot, self.energy_membrane,
+                            self.local_f, K, D)
         if self.hinges is not None:
             g = self._g_hinges
             bending_kernel(x, v, m.hinges, self.hinges.stiffness, self.hinges.damping,
                            self.hinges.rest_angle, want_jac, g.force_offset, g.block_offset,
-                           self.energy_hinges, self.local_f, lk, ld)
+                           g.run_start, g.run_order, g.color_ptr, self.asm.block_slot,
+                           self.energy_hinges, self.local_f, K, D)
         if self.springs is not None:
             g = self._g_springs
             s = self.springs
             spring_kernel(x, v, s.springs, s.rest_length, s.stiffness, s.damping, want_jac,
-                          self.psd, g.force_offset, g.block_offset, self.energy_springs,
-                          self.local_f, lk, ld)
+                          self.psd, g.force_offset, g.block_offset, g.run_start, g.run_order, g.color_ptr,
+                          self.asm.block_slot, self.energy_springs,
+                          self.local_f, K, D)
         self.force[:] = 0.0
         gather_forces(self.local_f, self.asm.force_ptr, self.asm.force_src, self.force)
-        if want_jac:
-            gather_blocks(lk, ld, self.asm.block_ptr, self.asm.block_src, self.K, self.D)
 
     def evaluate(self, x, v, gravity, wind, soft_targets, want_jac: bool = False) -> None:
         """All forces [N] into self.force; K [N/m] and D [N·s/m] blocks if want_jac.

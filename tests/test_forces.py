@@ -161,3 +161,25 @@ def test_dihedral_angle_is_zero_when_flat_for_either_winding():
     folded = p.copy()
     folded[3] = [0.5, -np.cos(0.3), np.sin(0.3)]
     assert abs(abs(dihedral_angle_and_gradient(*folded, g)) - 0.3) < 1e-12
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_element_runs_of_one_colour_share_no_vertex(shuffle):
+    """Blocks are added straight into the matrix by runs of one colour in parallel: two runs of
+    a colour touching one vertex would race on its diagonal block."""
+    from solver.sparse import color_elements
+    from solver.topology import triangulate
+
+    tris, _ = triangulate(grid_mesh((1.0, 1.0), (40, 40), (0.0, 0.0, 0.0)))
+    if shuffle:  # no mesh order to exploit: runs touch everything, colours multiply
+        tris = tris[np.random.default_rng(1).permutation(len(tris))]
+    start, order, color_ptr = color_elements(tris, 1600)
+    assert sorted(order) == list(range(len(start) - 1))
+    assert start[0] == 0 and start[-1] == len(tris)
+    for c in range(len(color_ptr) - 1):
+        seen = np.zeros(1600, dtype=int)
+        for run in order[color_ptr[c]:color_ptr[c + 1]]:
+            seen[np.unique(tris[start[run]:start[run + 1]])] += 1
+        assert seen.max() == 1
+    if not shuffle:
+        assert len(color_ptr) - 1 <= 4  # mesh order keeps the runs local

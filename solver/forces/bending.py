@@ -67,7 +67,7 @@ def _hinge_theta_grad(x, i0, i1, i2, i3, g):
 
 @njit(parallel=True)
 def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off,
-                   energy, lf, lk, ld):
+                   run_start, run_order, color_ptr, slot, energy, lf, K, D):
     """Bending energy, forces and Jacobian blocks of every hinge.
 
     Args:
@@ -76,38 +76,50 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off
         stiffness: k per hinge [N·m] (energy per rad²), (H,).
         damping: per hinge [N·m·s], (H,): torque −c·dθ/dt.
         rest_angle: θ0 [rad], (H,).
-        want_jac: also write ∂f/∂x and ∂f/∂v blocks.
-        f_off, b_off: this group's offsets into lf and lk/ld.
-        energy: out (H,) [J]; lf: out local forces; lk, ld: out local blocks.
+        want_jac: also add ∂f/∂x and ∂f/∂v blocks (Gauss–Newton: −k·∇θ∇θᵀ, −c·∇θ∇θᵀ).
+        f_off, b_off: this group's offsets into lf and slot.
+        run_start, run_order, color_ptr: coloured runs of hinges (sparse.color_elements).
+        slot: matrix slot of every element block (sparse.Assembly.block_slot).
+        energy: out (H,) [J]; lf: out local forces; K, D (nnzb, 3, 3): blocks are added.
     """
     n_h = hinges.shape[0]
     grads = np.empty((n_h, 4, 3))  # one allocation per call, not per hinge
-    for h in prange(n_h):
-        g = grads[h]
-        idx = hinges[h]
-        theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
-        if np.isnan(theta):
-            energy[h] = 0.0
-            dtheta = 0.0
-            rate = 0.0
-        else:
-            dtheta = theta - rest_angle[h]
-            energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
-            rate = 0.0
-            for m in range(4):
-                for r in range(3):
-                    rate += g[m, r] * v[idx[m], r]
-        scale = -(stiffness[h] * dtheta + damping[h] * rate)
+    for color in range(len(color_ptr) - 1):
+        for k in prange(color_ptr[color], color_ptr[color + 1]):
+            run = run_order[k]
+            for h in range(run_start[run], run_start[run + 1]):
+                _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off,
+                       slot, grads[h], energy, lf, K, D)
+
+
+@njit
+def _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off, slot, g,
+           energy, lf, K, D):
+    """One hinge of bending_kernel; g (4, 3) receives ∇θ."""
+    idx = hinges[h]
+    theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
+    if np.isnan(theta):
+        energy[h] = 0.0
+        dtheta = 0.0
+        rate = 0.0
+    else:
+        dtheta = theta - rest_angle[h]
+        energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
+        rate = 0.0
         for m in range(4):
             for r in range(3):
-                lf[f_off + 4 * h + m, r] = scale * g[m, r]
-        if want_jac:
-            k, c = stiffness[h], damping[h]
-            for m in range(4):
-                for n in range(4):
-                    o = b_off + 16 * h + 4 * m + n
-                    for r in range(3):
-                        for q in range(3):
-                            gg = g[m, r] * g[n, q]
-                            lk[o, r, q] = -k * gg
-                            ld[o, r, q] = -c * gg
+                rate += g[m, r] * v[idx[m], r]
+    scale = -(stiffness[h] * dtheta + damping[h] * rate)
+    for m in range(4):
+        for r in range(3):
+            lf[f_off + 4 * h + m, r] = scale * g[m, r]
+    if want_jac:
+        k, c = stiffness[h], damping[h]
+        for m in range(4):
+            for n in range(4):
+                o = slot[b_off + 16 * h + 4 * m + n]
+                for r in range(3):
+                    for q in range(3):
+                        gg = g[m, r] * g[n, q]
+                        K[o, r, q] -= k * gg
+                        D[o, r, q] -= c * gg

@@ -11,7 +11,7 @@ from .._jit import njit, prange
 
 @njit(parallel=True)
 def spring_kernel(x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_off, b_off,
-                  energy, lf, lk, ld):
+                  run_start, run_order, color_ptr, slot, energy, lf, K, D):
     """Spring energy, forces and Jacobian blocks.
 
     Args:
@@ -20,45 +20,54 @@ def spring_kernel(x, v, springs, rest_length, stiffness, damping, want_jac, psd,
         rest_length: L [m], (S,).
         stiffness: k [N/m], (S,).
         damping: c [N·s/m], (S,).
-        want_jac: also write ∂f/∂x and ∂f/∂v blocks.
+        want_jac: also add ∂f/∂x and ∂f/∂v blocks.
         psd: drop the transverse term (1 − L/l) when compressed, keeping ∂f/∂x semi-definite.
-        f_off, b_off: this group's offsets into lf and lk/ld.
-        energy: out (S,) [J]; lf: out local forces; lk, ld: out local blocks.
+        f_off, b_off: this group's offsets into lf and slot.
+        run_start, run_order, color_ptr: coloured runs of springs (sparse.color_elements).
+        slot: matrix slot of every element block (sparse.Assembly.block_slot).
+        energy: out (S,) [J]; lf: out local forces; K, D (nnzb, 3, 3): blocks are added.
     """
-    eye = np.eye(3)
-    for s in prange(springs.shape[0]):
-        i, j = springs[s, 0], springs[s, 1]
-        d = x[j] - x[i]
-        l = np.sqrt(np.sum(d * d))
-        if l < 1e-300:
-            energy[s] = 0.5 * stiffness[s] * rest_length[s] ** 2
-            lf[f_off + 2 * s] = 0.0
-            lf[f_off + 2 * s + 1] = 0.0
-            if want_jac:
-                for q in range(4):
-                    lk[b_off + 4 * s + q] = 0.0
-                    ld[b_off + 4 * s + q] = 0.0
-            continue
-        n = d / l
-        stretch = l - rest_length[s]
-        rate = np.sum(n * (v[j] - v[i]))
-        energy[s] = 0.5 * stiffness[s] * stretch * stretch
-        f = (stiffness[s] * stretch + damping[s] * rate) * n
-        lf[f_off + 2 * s] = f
-        lf[f_off + 2 * s + 1] = -f
-        if want_jac:
-            nn = np.outer(n, n)
-            tr = 1.0 - rest_length[s] / l
-            if psd:
-                tr = max(tr, 0.0)
-            hk = stiffness[s] * (nn + tr * (eye - nn))
-            hd = damping[s] * nn
-            # block order (i,i), (i,j), (j,i), (j,j)
-            lk[b_off + 4 * s] = -hk
-            lk[b_off + 4 * s + 1] = hk
-            lk[b_off + 4 * s + 2] = hk
-            lk[b_off + 4 * s + 3] = -hk
-            ld[b_off + 4 * s] = -hd
-            ld[b_off + 4 * s + 1] = hd
-            ld[b_off + 4 * s + 2] = hd
-            ld[b_off + 4 * s + 3] = -hd
+    for color in range(len(color_ptr) - 1):
+        for k in prange(color_ptr[color], color_ptr[color + 1]):
+            run = run_order[k]
+            for s in range(run_start[run], run_start[run + 1]):
+                _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd,
+                        f_off, b_off, slot, energy, lf, K, D)
+
+
+@njit
+def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_off, b_off,
+            slot, energy, lf, K, D):
+    """One spring of spring_kernel."""
+    i, j = springs[s, 0], springs[s, 1]
+    d0, d1, d2 = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
+    l = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if l < 1e-300:
+        energy[s] = 0.5 * stiffness[s] * rest_length[s] ** 2
+        lf[f_off + 2 * s] = 0.0
+        lf[f_off + 2 * s + 1] = 0.0
+        return
+    n = (d0 / l, d1 / l, d2 / l)
+    stretch = l - rest_length[s]
+    rate = (n[0] * (v[j, 0] - v[i, 0]) + n[1] * (v[j, 1] - v[i, 1])
+            + n[2] * (v[j, 2] - v[i, 2]))
+    energy[s] = 0.5 * stiffness[s] * stretch * stretch
+    f = stiffness[s] * stretch + damping[s] * rate
+    for r in range(3):
+        lf[f_off + 2 * s, r] = f * n[r]
+        lf[f_off + 2 * s + 1, r] = -f * n[r]
+    if want_jac:
+        tr = 1.0 - rest_length[s] / l
+        if psd:
+            tr = max(tr, 0.0)
+        k, c = stiffness[s], damping[s]
+        # block order (i,i), (i,j), (j,i), (j,j): −H, +H, +H, −H
+        for q in range(4):
+            o = slot[b_off + 4 * s + q]
+            sign = -1.0 if q == 0 or q == 3 else 1.0
+            for r in range(3):
+                for col in range(3):
+                    nn = n[r] * n[col]
+                    hk = k * (nn + tr * ((1.0 if r == col else 0.0) - nn))
+                    K[o, r, col] += sign * hk
+                    D[o, r, col] += sign * c * nn
