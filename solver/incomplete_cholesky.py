@@ -7,11 +7,13 @@ Block Jacobi needs 850–2,000 PCG iterations to reach 1e-4 on the 65×65 hangin
 products and its application two triangular solves, so a converged solve costs less than the
 capped Jacobi one.
 
-The factor is scalar (3V × 3V, lower triangle of the block pattern, natural vertex order).
-Fully prescribed vertices get identity rows, as in the filtered system. Stiff cloth matrices are
-SPD but not M-matrices, so IC(0) can meet a non-positive pivot; the diagonal is then scaled by
-(1 + shift) for increasing shifts (Manteuffel's shifted IC). If every shift fails, the factor
-falls back to the diagonal (Jacobi).
+The factor works on 3x3 blocks (lower block triangle of the matrix's pattern, natural vertex
+order). On a pattern of whole blocks this is the same factor as scalar IC(0), with one index per
+block instead of one per entry: measured at 4k vertices against the scalar version, 24 -> 2.4 ms
+to factor and 0.94 -> 0.44 ms to apply. Fully prescribed vertices get identity rows, as in the
+filtered system. Stiff cloth matrices are SPD but not M-matrices, so IC(0) can meet a
+non-positive pivot; the diagonal is then scaled by (1 + shift) for increasing shifts
+(Manteuffel's shifted IC). If every shift fails, the factor falls back to the diagonal (Jacobi).
 """
 
 from __future__ import annotations
@@ -25,94 +27,101 @@ from .sparse import Assembly
 SHIFTS = (0.0, 1e-3, 1e-2, 0.05, 0.2, 1.0)  # tried in turn on a non-positive pivot
 
 
-def lower_pattern(asm: Assembly):
-    """Scalar CSR pattern of the lower triangle (diagonal last in each row) of the 3x3-block
-    matrix with pattern ``asm``, and for each entry its flat index into the (nnzb, 3, 3) blocks.
+def lower_blocks(asm: Assembly) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The strictly lower blocks of the pattern ``asm`` by block row, columns ascending.
 
-    Returns (indptr (3V+1,), indices (nnz,), source (nnz,)), all int64.
+    Returns (row_ptr (V+1,), col (B,) int32, source (B,): each block's slot in ``asm``).
     """
     V = len(asm.row_ptr) - 1
-    blk = np.arange(len(asm.col))
-    bi = np.repeat(np.arange(V), np.diff(asm.row_ptr))  # block row of every block
-    r, c = np.divmod(np.arange(9), 3)
-    rows = (3 * bi[:, None] + r[None, :]).ravel()
-    cols = (3 * asm.col[:, None] + c[None, :]).ravel()
-    src = (9 * blk[:, None] + np.arange(9)[None, :]).ravel()
-    keep = cols <= rows
-    rows, cols, src = rows[keep], cols[keep], src[keep]
-    order = np.lexsort((cols, rows))  # by row, then column: the diagonal ends each row
-    indptr = np.zeros(3 * V + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=3 * V), out=indptr[1:])
-    return indptr, cols[order].astype(np.int64), src[order].astype(np.int64)
+    rows = np.repeat(np.arange(V), np.diff(asm.row_ptr))
+    lower = np.flatnonzero(asm.col < rows)  # asm's columns ascend within each row
+    row_ptr = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[lower], minlength=V), out=row_ptr[1:])
+    return row_ptr, asm.col[lower].astype(np.int32), lower.astype(np.int64)
 
 
 @njit
-def ic0_factor(indptr, indices, values, shift, out):
-    """IC(0) of the lower-triangular CSR ``values`` (diagonal last in each row): the pattern of
-    L equals the pattern given, L·Lᵀ ≈ A. The diagonal is scaled by (1 + shift) first.
+def ic0_block_factor(row_ptr, col, source, diag, a, shift, blocks, diag_l, diag_inv):
+    """Block IC(0): L·Lᵀ ≈ A with L on the lower block pattern of A.
 
-    Returns False on a non-positive pivot (``out`` is then incomplete)."""
-    n = len(indptr) - 1
-    slot = -np.ones(n, dtype=np.int64)  # column -> position in the current row, or -1
-    for i in range(n):
-        a, b = indptr[i], indptr[i + 1]
-        for p in range(a, b):
-            slot[indices[p]] = p
-            out[p] = values[p]
-        for p in range(a, b - 1):  # L_ik for k < i: (A_ik − Σ_j<k L_ij·L_kj) / L_kk
-            k = indices[p]
-            s = out[p]
-            for q in range(indptr[k], indptr[k + 1] - 1):
-                if slot[indices[q]] >= 0:
-                    s -= out[slot[indices[q]]] * out[q]
-            out[p] = s / out[indptr[k + 1] - 1]
-        d = out[b - 1] * (1.0 + shift)
-        for p in range(a, b - 1):
-            d -= out[p] * out[p]
-        for p in range(a, b):
-            slot[indices[p]] = -1
-        if not d > 0.0:
+    L_ik = (A_ik − Σ_j L_ij·L_kjᵀ)·L_kk⁻ᵀ over the j both rows hold, and L_ii the Cholesky
+    factor of A_ii − Σ_j L_ij·L_ijᵀ, where A_ii's diagonal is first scaled by (1 + shift).
+
+    Args:
+        row_ptr, col, source: the strictly lower blocks (lower_blocks).
+        diag: (V,) slot of each diagonal block in ``a``.
+        a: (nnzb, 3, 3) the matrix blocks.
+        blocks: out (B, 3, 3) the strictly lower blocks of L.
+        diag_l, diag_inv: out (V, 3, 3) L_ii (lower triangular) and its inverse.
+    Returns:
+        False on a non-positive pivot (the outputs are then incomplete).
+    """
+    V = len(row_ptr) - 1
+    pos = -np.ones(V, dtype=np.int64)  # column -> its block in the current row, or -1
+    acc = np.empty((3, 3))
+    for i in range(V):
+        p0, p1 = row_ptr[i], row_ptr[i + 1]
+        for p in range(p0, p1):
+            pos[col[p]] = p
+        for p in range(p0, p1):
+            k = col[p]
+            acc[:, :] = a[source[p]]
+            for q in range(row_ptr[k], row_ptr[k + 1]):  # j < k in row k
+                pj = pos[col[q]]
+                if pj >= 0:
+                    for r in range(3):
+                        for c in range(3):
+                            acc[r, c] -= (blocks[pj, r, 0] * blocks[q, c, 0]
+                                          + blocks[pj, r, 1] * blocks[q, c, 1]
+                                          + blocks[pj, r, 2] * blocks[q, c, 2])
+            for r in range(3):  # · L_kk⁻ᵀ
+                for c in range(3):
+                    blocks[p, r, c] = (acc[r, 0] * diag_inv[k, c, 0]
+                                       + acc[r, 1] * diag_inv[k, c, 1]
+                                       + acc[r, 2] * diag_inv[k, c, 2])
+        acc[:, :] = a[diag[i]]
+        for r in range(3):
+            acc[r, r] *= 1.0 + shift
+        for p in range(p0, p1):
+            for r in range(3):
+                for c in range(r + 1):
+                    acc[r, c] -= (blocks[p, r, 0] * blocks[p, c, 0]
+                                  + blocks[p, r, 1] * blocks[p, c, 1]
+                                  + blocks[p, r, 2] * blocks[p, c, 2])
+        for p in range(p0, p1):
+            pos[col[p]] = -1
+        if not _cholesky3(acc, diag_l[i], diag_inv[i]):
             return False
-        out[b - 1] = np.sqrt(d)
     return True
 
 
-def block_layout(indptr: np.ndarray, indices: np.ndarray):
-    """Where each entry of the scalar lower pattern goes in the 3x3-block form of the factor.
-
-    Returns (row_ptr (V+1,), col (B,) int32: the strictly lower blocks by block row;
-    to_block (nnz,): flat index into the (B, 3, 3) blocks, or -1 for the diagonal blocks;
-    to_diag (nnz,): flat index into the (V, 3, 3) diagonal blocks, or -1).
-    """
-    n = len(indptr) - 1
-    rows = np.repeat(np.arange(n), np.diff(indptr))
-    cols = np.asarray(indices, dtype=np.int64)
-    bi, bj = rows // 3, cols // 3
-    within = 3 * (rows % 3) + cols % 3
-    off = bj < bi
-    keys, inverse = np.unique(bi[off] * (n // 3) + bj[off], return_inverse=True)
-    V = n // 3
-    row_ptr = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys // V, minlength=V), out=row_ptr[1:])
-    to_block = np.full(len(cols), -1, dtype=np.int64)
-    to_block[off] = 9 * inverse.ravel() + within[off]
-    to_diag = np.full(len(cols), -1, dtype=np.int64)
-    to_diag[~off] = 9 * bi[~off] + within[~off]
-    return row_ptr, (keys % V).astype(np.int32), to_block, to_diag
-
-
 @njit
-def invert_lower3(d, out):
-    """Inverses of lower-triangular 3x3 blocks: d, out (V, 3, 3)."""
-    for i in range(d.shape[0]):
-        a, b, c = d[i, 0, 0], d[i, 1, 1], d[i, 2, 2]
-        out[i, 0, 0] = 1.0 / a
-        out[i, 1, 1] = 1.0 / b
-        out[i, 2, 2] = 1.0 / c
-        out[i, 1, 0] = -d[i, 1, 0] / (a * b)
-        out[i, 2, 1] = -d[i, 2, 1] / (b * c)
-        out[i, 2, 0] = (d[i, 2, 1] * d[i, 1, 0] - d[i, 2, 0] * b) / (a * b * c)
-        out[i, 0, 1] = out[i, 0, 2] = out[i, 1, 2] = 0.0
+def _cholesky3(d, low, inv):
+    """Lower Cholesky factor ``low`` of the symmetric 3x3 ``d`` (lower part read) and its
+    inverse ``inv``; False if ``d`` is not positive definite."""
+    if not d[0, 0] > 0.0:
+        return False
+    l00 = np.sqrt(d[0, 0])
+    l10 = d[1, 0] / l00
+    l20 = d[2, 0] / l00
+    e = d[1, 1] - l10 * l10
+    if not e > 0.0:
+        return False
+    l11 = np.sqrt(e)
+    l21 = (d[2, 1] - l20 * l10) / l11
+    e = d[2, 2] - l20 * l20 - l21 * l21
+    if not e > 0.0:
+        return False
+    l22 = np.sqrt(e)
+    low[:, :] = 0.0
+    low[0, 0], low[1, 0], low[1, 1] = l00, l10, l11
+    low[2, 0], low[2, 1], low[2, 2] = l20, l21, l22
+    inv[:, :] = 0.0
+    inv[0, 0], inv[1, 1], inv[2, 2] = 1.0 / l00, 1.0 / l11, 1.0 / l22
+    inv[1, 0] = -l10 / (l00 * l11)
+    inv[2, 1] = -l21 / (l11 * l22)
+    inv[2, 0] = (l21 * l10 - l20 * l11) / (l00 * l11 * l22)
+    return True
 
 
 @njit
@@ -167,16 +176,12 @@ class IncompleteCholesky:
         V = len(asm.row_ptr) - 1
         self.fixed_mask = np.zeros(V, dtype=np.bool_)
         self.fixed_mask[np.asarray(fixed, dtype=np.int64)] = True
-        self.indptr, self.indices, self._source = lower_pattern(asm)
         self._work = np.zeros((len(asm.col), 3, 3))
-        self._lval = np.zeros(len(self.indices))
-        self._row_ptr, self._col, to_block, to_diag = block_layout(self.indptr, self.indices)
-        self._off, self._on = to_block >= 0, to_diag >= 0
-        self._to_block, self._to_diag = to_block[self._off], to_diag[self._on]
+        self._row_ptr, self._col, self._source = lower_blocks(asm)
         self._blocks = np.zeros((len(self._col), 3, 3))
         self._diag = np.zeros((V, 3, 3))
-        self._blocks32 = np.zeros((len(self._col), 3, 3), dtype=np.float32)
         self._diag_inv = np.zeros((V, 3, 3))
+        self._blocks32 = np.zeros((len(self._col), 3, 3), dtype=np.float32)
         self._diag_inv32 = np.zeros((V, 3, 3), dtype=np.float32)
         self._first_shift = 0  # index into SHIFTS: start near the last factor's shift
         self.factorizations = 0
@@ -192,27 +197,33 @@ class IncompleteCholesky:
             filtered_blocks(a.row_ptr, a.col, blocks, a.diag, self.fixed_mask, self._work)
         else:
             projected_blocks(a.row_ptr, a.col, blocks, a.diag, filt, self._work)
-        values = self._work.reshape(-1)[self._source]
+        args = (self._row_ptr, self._col, self._source, a.diag, self._work)
+        out = (self._blocks, self._diag, self._diag_inv)
         # consecutive matrices need similar shifts: start one step below the last one
         start = max(0, self._first_shift - 1)
         for k in range(start, len(SHIFTS)):
-            if ic0_factor(self.indptr, self.indices, values, SHIFTS[k], self._lval):
+            if ic0_block_factor(*args, SHIFTS[k], *out):
                 shift, self._first_shift = SHIFTS[k], k
                 break
         else:  # keep only the (positive) diagonal: Jacobi
             shift, self._first_shift = np.inf, len(SHIFTS) - 1
-            self._lval[:] = 0.0
-            diag = self.indptr[1:] - 1
-            self._lval[diag] = np.sqrt(values[diag])
-        # factored in float64, applied in 3x3 blocks of float32: the solves are memory-bound
-        self._blocks.reshape(-1)[self._to_block] = self._lval[self._off]
-        self._diag.reshape(-1)[self._to_diag] = self._lval[self._on]
+            self._blocks[:] = 0.0
+            d = np.sqrt(np.abs(np.diagonal(self._work[a.diag], axis1=1, axis2=2)))
+            self._diag[:] = d[:, :, None] * np.eye(3)
+            self._diag_inv[:] = np.eye(3) / np.where(d > 0, d, 1.0)[:, :, None]
+        # factored in float64, applied in float32: the triangular solves are memory-bound
         self._blocks32[:] = self._blocks
-        invert_lower3(self._diag, self._diag_inv)
         self._diag_inv32[:] = self._diag_inv
         self.shifts_used.append(shift)
         self.factorizations += 1
         self.stale = False
+
+    def factor(self):
+        """L as a scipy.sparse CSR matrix (3V × 3V, lower triangular), for tests."""
+        import scipy.sparse as sp
+        V = len(self._row_ptr) - 1
+        lower = sp.bsr_matrix((self._blocks, self._col, self._row_ptr), shape=(3 * V, 3 * V))
+        return (lower + sp.block_diag(list(self._diag))).tocsr()
 
     def apply(self, r: np.ndarray, out: np.ndarray) -> None:
         """out = P·r; r, out (V, 3)."""

@@ -7,11 +7,11 @@ import scipy.sparse.linalg as sla
 
 from solver import MaterialParams, SolverSettings
 from solver.cg import mpcg
-from solver.incomplete_cholesky import IncompleteCholesky, ic0_factor, lower_pattern
+from solver.incomplete_cholesky import IncompleteCholesky, ic0_block_factor, lower_blocks
 from solver.model import bending_terms, build_model, membrane_terms
 from solver.preconditioner import BlockJacobi, LaggedFactor
 from solver.scenarios import hanging_cloth
-from solver.sparse import to_scipy
+from solver.sparse import build_assembly, to_scipy
 from solver.system import ForceSystem
 
 PRECONDITIONERS = {"jacobi": BlockJacobi, "factor": LaggedFactor,
@@ -130,7 +130,8 @@ def test_incomplete_cholesky_keeps_the_pattern_and_matches_the_matrix_on_it():
     pc.refresh(A, "key", x)
     assert pc.shifts_used == [0.0]
     n = 3 * model.vertex_count
-    L = sp.csr_matrix((pc._lval, pc.indices, pc.indptr), shape=(n, n))
+    L = pc.factor()
+    L.eliminate_zeros()
     Af = to_scipy(asm, A).toarray()
     free = np.ones(n, bool)
     free[(3 * pinned[:, None] + np.arange(3)).ravel()] = False
@@ -147,23 +148,30 @@ def test_incomplete_cholesky_keeps_the_pattern_and_matches_the_matrix_on_it():
 
 
 def test_incomplete_cholesky_is_exact_without_fill_and_shifts_on_a_bad_pivot():
-    """A tridiagonal SPD matrix has no fill, so IC(0) is its Cholesky factor; an indefinite
-    one fails without a shift and factors with one."""
+    """A block-tridiagonal SPD matrix (a chain of vertices) has no fill, so IC(0) is its
+    Cholesky factor; an indefinite one fails without a shift and factors with one."""
     n = 6
-    main, off = np.full(n, 4.0), np.full(n - 1, -1.0)
-    A = sp.diags([off, main, off], [-1, 0, 1]).tocsr()
-    low = sp.tril(A).tocsr()
-    low.sort_indices()
-    out = np.zeros(low.nnz)
-    assert ic0_factor(low.indptr, low.indices, low.data, 0.0, out)
-    L = sp.csr_matrix((out, low.indices, low.indptr), shape=(n, n)).toarray()
-    np.testing.assert_allclose(L @ L.T, A.toarray(), atol=1e-12)
-    np.testing.assert_allclose(L, np.linalg.cholesky(A.toarray()), atol=1e-12)
-    bad = sp.tril(sp.diags([np.full(n - 1, -1.0), np.full(n, 1.5), np.full(n - 1, -1.0)],
-                           [-1, 0, 1])).tocsr()
-    bad.sort_indices()
-    assert not ic0_factor(bad.indptr, bad.indices, bad.data, 0.0, out)
-    assert ic0_factor(bad.indptr, bad.indices, bad.data, 1.0, out)
+    asm, _ = build_assembly([np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)], n)
+    row_ptr, col, source = lower_blocks(asm)
+    couple = np.array([[0.0, 0.3, 0.1], [0.3, 0.0, -0.2], [0.1, -0.2, 0.0]])
+
+    def chain(main):
+        rows = np.repeat(np.arange(n), np.diff(asm.row_ptr))
+        a = np.where((rows == asm.col)[:, None, None], main * np.eye(3) + couple, -np.eye(3))
+        return a, to_scipy(asm, a).toarray()
+
+    out = (np.zeros((len(col), 3, 3)), np.zeros((n, 3, 3)), np.zeros((n, 3, 3)))
+    a, dense = chain(4.0)
+    assert ic0_block_factor(row_ptr, col, source, asm.diag, a, 0.0, *out)
+    L = (sp.bsr_matrix((out[0], col, row_ptr), shape=(3 * n, 3 * n))
+         + sp.block_diag(list(out[1]))).toarray()
+    np.testing.assert_allclose(L, np.linalg.cholesky(dense), atol=1e-12)
+    for d, d_inv in zip(out[1], out[2]):
+        np.testing.assert_allclose(d @ d_inv, np.eye(3), atol=1e-12)
+    a, dense = chain(1.5)
+    assert np.linalg.eigvalsh(dense).min() < 0
+    assert not ic0_block_factor(row_ptr, col, source, asm.diag, a, 0.0, *out)
+    assert ic0_block_factor(row_ptr, col, source, asm.diag, a, 1.0, *out)
 
 
 def test_incomplete_cholesky_needs_far_fewer_iterations_than_jacobi():
@@ -211,8 +219,7 @@ def test_incomplete_cholesky_applies_the_inverse_of_its_factor():
     model, asm, A, b, x = _system()
     pc = IncompleteCholesky(asm, np.array([0, 8]))
     pc.refresh(A, "key", x)
-    n = 3 * model.vertex_count
-    L = sp.csr_matrix((pc._lval, pc.indices, pc.indptr), shape=(n, n)).toarray()
+    L = pc.factor().toarray()
     r = np.random.default_rng(3).standard_normal((model.vertex_count, 3))
     out = np.zeros_like(r)
     pc.apply(r, out)
