@@ -156,7 +156,8 @@ class SolverSettings:
     model: str = field(default="implicit", metadata={"choices": MODEL_NAMES,
                                                      "doc": "cloth model"})
     substeps: int | None = _spec(
-        None, "", "steps per frame; None = model default (explicit: automatic stable step)",
+        None, "", "steps per frame; None = model default (implicit: 2; explicit: automatic "
+        "stable step)",
         1, 100000, integer=True, optional=True)
     integrator: str = field(default="symplectic_euler", metadata={
         "choices": INTEGRATOR_NAMES, "doc": "explicit integrator of the mass_spring model"})
@@ -182,12 +183,12 @@ class SolverSettings:
         "(10x fewer iterations, see incomplete_cholesky.py), or a sparse factor reused while it "
         "stays accurate (fast for slow motion, draping and settle; see preconditioner.py)"})
     cg_tolerance: float = _spec(
-        1.0e-4, "", "implicit: relative residual at which the conjugate gradient stops",
+        1.0e-3, "", "implicit: relative residual at which the conjugate gradient stops",
         0.0, 1.0, exclusive_min=True)
     cg_max_iterations: int = _spec(
         500, "", "implicit: iteration cap of the conjugate gradient", 1, 100000, integer=True)
     newton_iterations: int = _spec(
-        4, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
+        2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
         "linearisation)", 1, 100, integer=True)
     newton_tolerance: float = _spec(
         1.0e-3, "", "implicit: Newton stops when its last position update is below this "
