@@ -99,6 +99,10 @@ def build_assembly(element_sets: list[np.ndarray], vertex_count: int
     return asm, groups
 
 
+RUN_MIN_ELEMENTS = 64  # elements per run, at least
+RUN_MAX_COUNT = 256    # runs per element kind, at most (bounds the colouring's work table)
+
+
 def color_elements(elements: np.ndarray, vertex_count: int
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Split the elements into runs of consecutive elements and colour the runs so that runs of
@@ -127,10 +131,6 @@ def color_elements(elements: np.ndarray, vertex_count: int
     color_ptr = np.zeros(int(color.max()) + 2, dtype=np.int64)
     np.cumsum(np.bincount(color), out=color_ptr[1:])
     return run_start, run_order, color_ptr
-
-
-RUN_MIN_ELEMENTS = 64  # elements per run, at least
-RUN_MAX_COUNT = 256    # runs per element kind, at most (bounds the colouring's work table)
 
 
 @njit

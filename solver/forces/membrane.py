@@ -61,19 +61,11 @@ def _membrane_element(t, x, v, tris, coef_u, coef_v, area, stiff, want_jac, psd,
     i0, i1, i2 = tris[t, 0], tris[t, 1], tris[t, 2]
     a = (coef_u[t, 0], coef_u[t, 1], coef_u[t, 2])
     b = (coef_v[t, 0], coef_v[t, 1], coef_v[t, 2])
-    wu = (a[0] * x[i0, 0] + a[1] * x[i1, 0] + a[2] * x[i2, 0],
-          a[0] * x[i0, 1] + a[1] * x[i1, 1] + a[2] * x[i2, 1],
-          a[0] * x[i0, 2] + a[1] * x[i1, 2] + a[2] * x[i2, 2])
-    wv = (b[0] * x[i0, 0] + b[1] * x[i1, 0] + b[2] * x[i2, 0],
-          b[0] * x[i0, 1] + b[1] * x[i1, 1] + b[2] * x[i2, 1],
-          b[0] * x[i0, 2] + b[1] * x[i1, 2] + b[2] * x[i2, 2])
+    wu = _combine(a, x, i0, i1, i2)  # W_u = Σ a_m·x_m
+    wv = _combine(b, x, i0, i1, i2)
     # Σ a_m·v_m and Σ b_m·v_m: the condition rates are their projections (digest P30)
-    ru = (a[0] * v[i0, 0] + a[1] * v[i1, 0] + a[2] * v[i2, 0],
-          a[0] * v[i0, 1] + a[1] * v[i1, 1] + a[2] * v[i2, 1],
-          a[0] * v[i0, 2] + a[1] * v[i1, 2] + a[2] * v[i2, 2])
-    rv = (b[0] * v[i0, 0] + b[1] * v[i1, 0] + b[2] * v[i2, 0],
-          b[0] * v[i0, 1] + b[1] * v[i1, 1] + b[2] * v[i2, 1],
-          b[0] * v[i0, 2] + b[1] * v[i1, 2] + b[2] * v[i2, 2])
+    ru = _combine(a, v, i0, i1, i2)
+    rv = _combine(b, v, i0, i1, i2)
     lu = np.sqrt(wu[0] * wu[0] + wu[1] * wu[1] + wu[2] * wu[2])
     lv = np.sqrt(wv[0] * wv[0] + wv[1] * wv[1] + wv[2] * wv[2])
     nu = (wu[0] / lu, wu[1] / lu, wu[2] / lu)
@@ -97,6 +89,14 @@ def _membrane_element(t, x, v, tris, coef_u, coef_v, area, stiff, want_jac, psd,
     if want_jac:
         _membrane_blocks(t, A, a, b, wu, wv, nu, nv, lu, lv, cu_, cv_, s,
                          k_u, k_v, k_s, c_u, c_v, c_s, psd, b_off, slot, K, D)
+
+
+@njit(inline="always")
+def _combine(c, y, i0, i1, i2):
+    """Σ_m c[m]·y[i_m] over a triangle's corners, as a 3-tuple (no array temporaries)."""
+    return (c[0] * y[i0, 0] + c[1] * y[i1, 0] + c[2] * y[i2, 0],
+            c[0] * y[i0, 1] + c[1] * y[i1, 1] + c[2] * y[i2, 1],
+            c[0] * y[i0, 2] + c[1] * y[i1, 2] + c[2] * y[i2, 2])
 
 
 @njit
