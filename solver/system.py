@@ -1,8 +1,11 @@
-"""All forces on one cloth and their Jacobians, evaluated through the shared element buffers.
+"""All forces on one cloth and their Jacobians.
 
 A model chooses which element terms it uses (membrane, hinges, springs); ``ForceSystem``
-evaluates them in parallel, gathers the per-vertex forces and, when asked, the block-sparse
-∂f/∂x (K) and ∂f/∂v (D) on a fixed pattern, then adds gravity, drag and soft pins.
+evaluates them in parallel into the per-vertex forces and, when asked, into one block-sparse
+matrix J = a·∂f/∂x + b·∂f/∂v on a fixed pattern, then adds gravity, drag and soft pins. The
+implicit solve asks for a = −h², b = −h, so its matrix M − h²·K − h·D is J plus the masses,
+written once per Newton iteration; ``jacobians`` gives K and D apart (tests, the explicit
+model's step-size estimate).
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from .forces.external import external_kernel, goal_spring_kernel
 from .forces.membrane import membrane_kernel
 from .forces.springs import spring_kernel
 from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
-from .sparse import build_assembly, gather_forces
+from .sparse import build_assembly
 
 
 class ForceSystem:
-    """Evaluates f(x, v), K = ∂f/∂x and D = ∂f/∂v for a model's chosen element terms.
+    """Evaluates f(x, v) and J = a·∂f/∂x + b·∂f/∂v for a model's chosen element terms.
 
     Args:
         model: rest-state data.
@@ -48,47 +51,43 @@ class ForceSystem:
         self._g_springs = next(it) if springs is not None else None
         V = model.vertex_count
         nnzb = len(self.asm.col)
-        self.local_f = np.zeros((self.asm.local_force_count, 3))
         self.force = np.zeros((V, 3))
-        self.K = np.zeros((nnzb, 3, 3))
-        self.D = np.zeros((nnzb, 3, 3))
+        self.J = np.zeros((nnzb, 3, 3))
         self.energy_membrane = np.zeros(len(model.triangles) if membrane is not None else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self._empty_blocks = np.zeros((0, 3, 3))
 
-    def internal(self, x, v, want_jac: bool = False) -> None:
-        """Internal (elastic + damping) forces into self.force, K and D if want_jac."""
-        if want_jac:
-            self.K[:] = 0.0
-            self.D[:] = 0.0
-        K, D = (self.K, self.D) if want_jac else (self._empty_blocks, self._empty_blocks)
-        m = self.model
-        if self.membrane is not None:
-            g = self._g_membrane
-            membrane_kernel(x, v, m.triangles, self.membrane.coef_u, self.membrane.coef_v,
-                            self.membrane.area, m.tri_stiffness, want_jac, self.psd,
-                            g.force_offset, g.block_offset, g.run_start, g.run_order, g.color_ptr,
-                            self.asm.block_slot, self.energy_membrane,
-                            self.local_f, K, D)
-        if self.hinges is not None:
-            g = self._g_hinges
-            bending_kernel(x, v, m.hinges, self.hinges.stiffness, self.hinges.damping,
-                           self.hinges.rest_angle, want_jac, g.force_offset, g.block_offset,
-                           g.run_start, g.run_order, g.color_ptr, self.asm.block_slot,
-                           self.energy_hinges, self.local_f, K, D)
-        if self.springs is not None:
-            g = self._g_springs
-            s = self.springs
-            spring_kernel(x, v, s.springs, s.rest_length, s.stiffness, s.damping, want_jac,
-                          self.psd, g.force_offset, g.block_offset, g.run_start, g.run_order, g.color_ptr,
-                          self.asm.block_slot, self.energy_springs,
-                          self.local_f, K, D)
+    def internal(self, x, v, jac: tuple[float, float] | None = None) -> None:
+        """Internal (elastic + damping) forces into self.force; with jac = (a, b) also
+        J = a·∂f/∂x + b·∂f/∂v of them."""
+        want = jac is not None
+        cK, cD = (float(jac[0]), float(jac[1])) if want else (0.0, 0.0)
+        if want:
+            self.J[:] = 0.0
+        J = self.J if want else self._empty_blocks
         self.force[:] = 0.0
-        gather_forces(self.local_f, self.asm.force_ptr, self.asm.force_src, self.force)
+        m, slot, f = self.model, self.asm.block_slot, self.force
+        if self.membrane is not None:
+            g, t = self._g_membrane, self.membrane
+            membrane_kernel(x, v, m.triangles, t.coef_u, t.coef_v, t.area, m.tri_stiffness,
+                            want, cK, cD, self.psd, g.block_offset, g.run_start, g.run_order,
+                            g.color_ptr, slot, self.energy_membrane, f, J)
+        if self.hinges is not None:
+            g, t = self._g_hinges, self.hinges
+            bending_kernel(x, v, m.hinges, t.stiffness, t.damping, t.rest_angle, want, cK, cD,
+                           g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
+                           self.energy_hinges, f, J)
+        if self.springs is not None:
+            g, t = self._g_springs, self.springs
+            spring_kernel(x, v, t.springs, t.rest_length, t.stiffness, t.damping, want, cK, cD,
+                          self.psd, g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
+                          self.energy_springs, f, J)
 
-    def evaluate(self, x, v, gravity, wind, soft_targets, want_jac: bool = False) -> None:
-        """All forces [N] into self.force; K [N/m] and D [N·s/m] blocks if want_jac.
+    def evaluate(self, x, v, gravity, wind, soft_targets,
+                 jac: tuple[float, float] | None = None) -> None:
+        """All forces [N] into self.force; with jac = (a, b) also J = a·∂f/∂x + b·∂f/∂v
+        (∂f/∂x in N/m, ∂f/∂v in N·s/m).
 
         Args:
             x, v: positions [m], velocities [m/s], (V, 3).
@@ -96,15 +95,27 @@ class ForceSystem:
             wind: air velocity at each vertex [m/s], (V, 3).
             soft_targets: goal positions of the soft pins [m], (Ps, 3).
         """
-        self.internal(x, v, want_jac)
+        self.internal(x, v, jac)
         m = self.model
         external_kernel(x, v, m.mass, m.vertex_drag, gravity, wind, self.force)
         goal_spring_kernel(x, m.soft_pins, m.soft_pin_stiffness, soft_targets, self.force)
-        if want_jac:
+        if jac is not None:
             diag = self.asm.diag
             eye = np.eye(3)
-            self.D[diag] -= m.vertex_drag[:, None, None] * eye
-            self.K[diag[m.soft_pins]] -= m.soft_pin_stiffness[:, None, None] * eye
+            self.J[diag] -= jac[1] * m.vertex_drag[:, None, None] * eye
+            self.J[diag[m.soft_pins]] -= jac[0] * m.soft_pin_stiffness[:, None, None] * eye
+
+    def jacobians(self, x, v, *external) -> tuple[np.ndarray, np.ndarray]:
+        """(∂f/∂x, ∂f/∂v) as separate block arrays (nnzb, 3, 3), from two evaluations: of the
+        internal forces, or with external = (gravity, wind, soft_targets) of all forces."""
+        out = []
+        for jac in ((1.0, 0.0), (0.0, 1.0)):
+            if external:
+                self.evaluate(x, v, *external, jac=jac)
+            else:
+                self.internal(x, v, jac)
+            out.append(self.J.copy())
+        return out[0], out[1]
 
     def elastic_energy(self) -> float:
         """Energy stored in the internal terms at the last evaluation [J]."""

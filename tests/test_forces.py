@@ -77,8 +77,7 @@ def test_exact_stiffness_jacobian_matches_finite_differences(term):
     s = ForceSystem(m, psd=False, **TERMS[term](m))
     x, _ = _deformed(m)
     zero = np.zeros_like(x)
-    s.internal(x, zero, want_jac=True)
-    K = to_scipy(s.asm, s.K).toarray()
+    K = to_scipy(s.asm, s.jacobians(x, zero)[0]).toarray()
     K_fd = _fd_jacobian(s, x, zero, "x")
     np.testing.assert_allclose(K, K_fd, atol=1e-6 * np.abs(K_fd).max())
 
@@ -91,15 +90,14 @@ def test_bending_jacobian_is_exact_at_the_rest_angle_and_gauss_newton_elsewhere(
     bent = build_model(ClothSetup(PolyMesh(x, grid.face_indices, grid.face_offsets), MAT))
     s = ForceSystem(bent, hinges=bending_terms(bent), psd=False)
     zero = np.zeros_like(x)
-    s.internal(x, zero, want_jac=True)  # at rest: the bent shape is its own rest shape
-    K = to_scipy(s.asm, s.K).toarray()
+    # at rest: the bent shape is its own rest shape
+    K = to_scipy(s.asm, s.jacobians(x, zero)[0]).toarray()
     K_fd = _fd_jacobian(s, x, zero, "x")
     assert np.abs(K_fd).max() > 1e-3
     np.testing.assert_allclose(K, K_fd, atol=1e-6 * np.abs(K_fd).max())
     # away from rest the Gauss–Newton part differs only by the curvature term
     s2 = ForceSystem(m, hinges=bending_terms(m), psd=False)
-    s2.internal(x, zero, want_jac=True)
-    gn = to_scipy(s2.asm, s2.K).toarray()
+    gn = to_scipy(s2.asm, s2.jacobians(x, zero)[0]).toarray()
     err = np.abs(gn - _fd_jacobian(s2, x, zero, "x")).max() / np.abs(gn).max()
     assert 1e-4 < err < 0.2
 
@@ -109,11 +107,23 @@ def test_damping_jacobian_matches_finite_differences(term):
     m = _model()
     s = ForceSystem(m, psd=False, **TERMS[term](m))
     x, v = _deformed(m)
-    s.internal(x, v, want_jac=True)
-    D = to_scipy(s.asm, s.D).toarray()
+    D = to_scipy(s.asm, s.jacobians(x, v)[1]).toarray()
     D_fd = _fd_jacobian(s, x, v, "v")
     assert np.abs(D_fd).max() > 1e-6
     np.testing.assert_allclose(D, D_fd, atol=1e-6 * np.abs(D_fd).max())
+
+
+@pytest.mark.parametrize("term", TERMS)
+def test_the_weighted_jacobian_is_the_weighted_sum_of_both(term):
+    """The implicit solve asks for J = a·∂f/∂x + b·∂f/∂v in one pass."""
+    m = _model()
+    s = ForceSystem(m, psd=True, **TERMS[term](m))
+    x, v = _deformed(m, seed=2)
+    K, D = s.jacobians(x, v)
+    s.internal(x, v, jac=(-0.01, -0.1))
+    scale = max(np.abs(K).max() * 0.01, np.abs(D).max() * 0.1)
+    assert scale > 0.0
+    np.testing.assert_allclose(s.J, -0.01 * K - 0.1 * D, rtol=0, atol=1e-12 * scale)
 
 
 @pytest.mark.parametrize("term", TERMS)
@@ -136,8 +146,7 @@ def test_clamped_jacobians_are_symmetric_negative_semidefinite(term):
     m = _model()
     s = ForceSystem(m, psd=True, **TERMS[term](m))
     x, v = _deformed(m, seed=5, stretch=0.9, noise=0.03)  # compressed: exact K is indefinite
-    s.internal(x, v, want_jac=True)
-    for blocks in (s.K, s.D):
+    for blocks in s.jacobians(x, v):
         A = to_scipy(s.asm, blocks).toarray()
         np.testing.assert_allclose(A, A.T, atol=1e-9 * max(np.abs(A).max(), 1e-30))
         assert np.linalg.eigvalsh(A).max() <= 1e-9 * max(np.abs(A).max(), 1e-30)

@@ -66,8 +66,8 @@ def _hinge_theta_grad(x, i0, i1, i2, i3, g):
 
 
 @njit(parallel=True)
-def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off,
-                   run_start, run_order, color_ptr, slot, energy, lf, K, D):
+def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off,
+                   run_start, run_order, color_ptr, slot, energy, force, J):
     """Bending energy, forces and Jacobian blocks of every hinge.
 
     Args:
@@ -76,25 +76,27 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off
         stiffness: k per hinge [N·m] (energy per rad²), (H,).
         damping: per hinge [N·m·s], (H,): torque −c·dθ/dt.
         rest_angle: θ0 [rad], (H,).
-        want_jac: also add ∂f/∂x and ∂f/∂v blocks (Gauss–Newton: −k·∇θ∇θᵀ, −c·∇θ∇θᵀ).
-        f_off, b_off: this group's offsets into lf and slot.
+        want_jac: also add cK·∂f/∂x + cD·∂f/∂v to J, with the Gauss–Newton blocks
+            ∂f/∂x = −k·∇θ∇θᵀ and ∂f/∂v = −c·∇θ∇θᵀ.
+        cK, cD: weights of ∂f/∂x [N/m] and ∂f/∂v [N·s/m] in J (e.g. −h², −h).
+        b_off: this group's offset into slot.
         run_start, run_order, color_ptr: coloured runs of hinges (sparse.color_elements).
         slot: matrix slot of every element block (sparse.Assembly.block_slot).
-        energy: out (H,) [J]; lf: out local forces; K, D (nnzb, 3, 3): blocks are added.
+        energy: out (H,) [J]; force (V, 3) [N] and J (nnzb, 3, 3): added to (runs of one
+            colour share no vertex).
     """
-    n_h = hinges.shape[0]
-    grads = np.empty((n_h, 4, 3))  # one allocation per call, not per hinge
     for color in range(len(color_ptr) - 1):
         for k in prange(color_ptr[color], color_ptr[color + 1]):
             run = run_order[k]
+            g = np.empty((4, 3))  # ∇θ, one buffer per run
             for h in range(run_start[run], run_start[run + 1]):
-                _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off,
-                       slot, grads[h], energy, lf, K, D)
+                _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off,
+                       slot, g, energy, force, J)
 
 
 @njit
-def _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_off, slot, g,
-           energy, lf, K, D):
+def _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off, slot, g,
+           energy, force, J):
     """One hinge of bending_kernel; g (4, 3) receives ∇θ."""
     idx = hinges[h]
     theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
@@ -111,15 +113,15 @@ def _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, f_off, b_o
                 rate += g[m, r] * v[idx[m], r]
     scale = -(stiffness[h] * dtheta + damping[h] * rate)
     for m in range(4):
+        i = idx[m]
         for r in range(3):
-            lf[f_off + 4 * h + m, r] = scale * g[m, r]
+            force[i, r] += scale * g[m, r]
     if want_jac:
-        k, c = stiffness[h], damping[h]
+        w = cK * stiffness[h] + cD * damping[h]  # both blocks are multiples of −∇θ∇θᵀ
         for m in range(4):
             for n in range(4):
                 o = slot[b_off + 16 * h + 4 * m + n]
                 for r in range(3):
+                    wg = w * g[m, r]
                     for q in range(3):
-                        gg = g[m, r] * g[n, q]
-                        K[o, r, q] -= k * gg
-                        D[o, r, q] -= c * gg
+                        J[o, r, q] -= wg * g[n, q]

@@ -10,8 +10,8 @@ from .._jit import njit, prange
 
 
 @njit(parallel=True)
-def spring_kernel(x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_off, b_off,
-                  run_start, run_order, color_ptr, slot, energy, lf, K, D):
+def spring_kernel(x, v, springs, rest_length, stiffness, damping, want_jac, cK, cD, psd, b_off,
+                  run_start, run_order, color_ptr, slot, energy, force, J):
     """Spring energy, forces and Jacobian blocks.
 
     Args:
@@ -20,32 +20,32 @@ def spring_kernel(x, v, springs, rest_length, stiffness, damping, want_jac, psd,
         rest_length: L [m], (S,).
         stiffness: k [N/m], (S,).
         damping: c [N·s/m], (S,).
-        want_jac: also add ∂f/∂x and ∂f/∂v blocks.
+        want_jac: also add cK·∂f/∂x + cD·∂f/∂v blocks to J.
+        cK, cD: weights of ∂f/∂x [N/m] and ∂f/∂v [N·s/m] in J.
         psd: drop the transverse term (1 − L/l) when compressed, keeping ∂f/∂x semi-definite.
-        f_off, b_off: this group's offsets into lf and slot.
+        b_off: this group's offset into slot.
         run_start, run_order, color_ptr: coloured runs of springs (sparse.color_elements).
         slot: matrix slot of every element block (sparse.Assembly.block_slot).
-        energy: out (S,) [J]; lf: out local forces; K, D (nnzb, 3, 3): blocks are added.
+        energy: out (S,) [J]; force (V, 3) [N] and J (nnzb, 3, 3): added to (runs of one
+            colour share no vertex).
     """
     for color in range(len(color_ptr) - 1):
         for k in prange(color_ptr[color], color_ptr[color + 1]):
             run = run_order[k]
             for s in range(run_start[run], run_start[run + 1]):
-                _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd,
-                        f_off, b_off, slot, energy, lf, K, D)
+                _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, cK, cD,
+                        psd, b_off, slot, energy, force, J)
 
 
 @njit
-def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_off, b_off,
-            slot, energy, lf, K, D):
+def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, cK, cD, psd, b_off,
+            slot, energy, force, J):
     """One spring of spring_kernel."""
     i, j = springs[s, 0], springs[s, 1]
     d0, d1, d2 = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
     l = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
     if l < 1e-300:
         energy[s] = 0.5 * stiffness[s] * rest_length[s] ** 2
-        lf[f_off + 2 * s] = 0.0
-        lf[f_off + 2 * s + 1] = 0.0
         return
     n = (d0 / l, d1 / l, d2 / l)
     stretch = l - rest_length[s]
@@ -54,8 +54,8 @@ def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_
     energy[s] = 0.5 * stiffness[s] * stretch * stretch
     f = stiffness[s] * stretch + damping[s] * rate
     for r in range(3):
-        lf[f_off + 2 * s, r] = f * n[r]
-        lf[f_off + 2 * s + 1, r] = -f * n[r]
+        force[i, r] += f * n[r]
+        force[j, r] -= f * n[r]
     if want_jac:
         tr = 1.0 - rest_length[s] / l
         if psd:
@@ -69,5 +69,4 @@ def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, psd, f_
                 for col in range(3):
                     nn = n[r] * n[col]
                     hk = k * (nn + tr * ((1.0 if r == col else 0.0) - nn))
-                    K[o, r, col] += sign * hk
-                    D[o, r, col] += sign * c * nn
+                    J[o, r, col] += sign * (cK * hk + cD * c * nn)

@@ -47,8 +47,9 @@ class ImplicitSolver(ClothSolver):
         self.system = ForceSystem(model, membrane=membrane_terms(model),
                                   hinges=bending_terms(model), psd=True)
         V = model.vertex_count
-        nnzb = len(self.system.asm.col)
-        self.A = np.zeros((nnzb, 3, 3))
+        # The solve's matrix: the evaluation writes −h²·K − h·D (or −τ²·K) into J, _add_mass
+        # completes it in place, and the next evaluation overwrites it.
+        self.A = self.system.J
         self.filt = np.repeat(np.eye(3)[None], V, axis=0)
         self.filt[self.fixed] = 0.0
         self.z = np.zeros((V, 3))
@@ -69,13 +70,9 @@ class ImplicitSolver(ClothSolver):
         lengths = model.edge_rest_length[model.edge_rest_length > 0]
         self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
 
-    def _assemble(self, h: float, damping: bool) -> None:
-        """A = M − h·D − h²·K from the last evaluation."""
-        s = self.system
-        np.multiply(s.K, -h * h, out=self.A)
-        if damping:
-            self.A -= h * s.D
-        diag = s.asm.diag
+    def _add_mass(self) -> None:
+        """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation."""
+        diag = self.system.asm.diag
         self.A[diag] += self.model.mass[:, None, None] * np.eye(3)
         fixed = self.fixed
         # massless loose vertices still need an invertible diagonal block (they are filtered)
@@ -156,21 +153,26 @@ class ImplicitSolver(ClothSolver):
             s.evaluate(xm, vm, self.gravity, wind, soft)
             f_prev = lam * s.force.copy()
 
-        def residual(v):
-            """h·(f(x₁, v) + λ·f₋₁) − M(v − ṽ), and its M⁻¹-weighted squared norm."""
-            s.evaluate(base_x + h * v, v, self.gravity, wind, soft)
+        jac = (-h * h, -h)  # J = −h²·∂f/∂x − h·∂f/∂v
+
+        def residual(v, with_jac=False):
+            """h·(f(x₁, v) + λ·f₋₁) − M(v − ṽ), and its M⁻¹-weighted squared norm; with_jac
+            also leaves the Jacobian part of the next solve's matrix in A."""
+            s.evaluate(base_x + h * v, v, self.gravity, wind, soft, jac if with_jac else None)
             r = h * (s.force + f_prev) - M * (v - v_tilde)
             rf = r if contacts is None else contacts.tangential(r)  # reactions are not errors
             return r, float(np.sum(free_w * rf * rf))
 
-        res, norm = residual(v1)
-        for _ in range(st.newton_iterations):
-            s.evaluate(base_x + h * v1, v1, self.gravity, wind, soft, want_jac=True)
-            self._assemble(h, damping=True)
+        # Each evaluation that may start a Newton iteration also writes that iteration's
+        # matrix, so a step of n iterations costs n + 1 evaluations, not 2n + 1.
+        res, norm = residual(v1, with_jac=True)
+        for it in range(st.newton_iterations):
+            self._add_mass()
             self.rhs[:] = res
             self.z[:] = 0.0
             iters += self._solve(("dynamic", h), base_x + h * v1)
-            alpha, trial_res, trial_norm = self._line_search(residual, v1, res)
+            more = it + 1 < st.newton_iterations
+            alpha, trial_res, trial_norm = self._line_search(residual, v1, res, more)
             v1 += alpha * self.dv
             res, norm = trial_res, trial_norm
             if np.max(np.abs(self.dv)) * alpha * h <= st.newton_tolerance * self._shortest_edge:
@@ -184,8 +186,9 @@ class ImplicitSolver(ClothSolver):
         self.v[m.hard_pins] = pin_vel
         return iters
 
-    def _line_search(self, residual, v1, res):
-        """Step length α along the Newton direction d = self.dv: (α, residual, its norm).
+    def _line_search(self, residual, v1, res, with_jac):
+        """Step length α along the Newton direction d = self.dv: (α, residual, its norm), the
+        residual evaluated at v1 + α·d (with its Jacobian if with_jac).
 
         Implicit Euler's v₁ minimises the incremental potential
         Φ(v) = ½(v − ṽ)ᵀM(v − ṽ) + h·(elastic energy at x₀ + h·v) + ... whose gradient is
@@ -200,12 +203,12 @@ class ImplicitSolver(ClothSolver):
         d = self.dv
         g0 = -dot3(res, d)
         alpha = 1.0
-        for _ in range(8):
-            trial_res, trial_norm = residual(v1 + alpha * d)
+        for attempt in range(8):
+            trial_res, trial_norm = residual(v1 + alpha * d, with_jac)
             if not g0 < 0.0:  # no descent (e.g. a zero step): take it as it is
                 break
             g1 = -dot3(trial_res, d)
-            if 0.5 * alpha * (g0 + g1) <= 1e-4 * alpha * g0:
+            if 0.5 * alpha * (g0 + g1) <= 1e-4 * alpha * g0 or attempt == 7:
                 break
             alpha *= min(0.9, max(0.1, g0 / (g0 - g1)))
         return alpha, trial_res, trial_norm
@@ -213,9 +216,9 @@ class ImplicitSolver(ClothSolver):
     def _settle_step(self, h, hard, soft, wind) -> int:
         s, m = self.system, self.model
         zero = np.zeros_like(self.v)
-        s.evaluate(self.x, zero, self.gravity, wind, soft, want_jac=True)
         tau = SETTLE_PSEUDO_STEP
-        self._assemble(tau, damping=False)
+        s.evaluate(self.x, zero, self.gravity, wind, soft, jac=(-tau * tau, 0.0))
+        self._add_mass()
         self.rhs[:] = tau * tau * s.force
         self.z[:] = 0.0
         self.z[m.hard_pins] = hard - self.x[m.hard_pins]

@@ -106,8 +106,8 @@ class MassSpringSolver(ClothSolver):
     def substeps_for(self, frame_dt: float, soft0: np.ndarray) -> int:
         """Substeps per frame: the user's count, raised if needed to stay stable."""
         s = self.system
-        s.evaluate(self.x, self.v, self.gravity, np.zeros_like(self.x), soft0, want_jac=True)
-        omega2, gamma = largest_rates(s.K, s.D, s.asm, self.inv_mass)
+        K, D = s.jacobians(self.x, self.v, self.gravity, np.zeros_like(self.x), soft0)
+        omega2, gamma = largest_rates(K, D, s.asm, self.inv_mass)
         self.last_stable_step = stable_step(omega2, gamma, self.settings.integrator)
         needed = math.ceil(frame_dt / (self.settings.stability_safety * self.last_stable_step))
         if needed > self.settings.max_substeps:
