@@ -10,7 +10,18 @@ Set ``NUMBA_DISABLE_JIT=1`` to run every kernel as plain Python (slow, but debug
 
 from __future__ import annotations
 
+import os
+
 import numba
+
+# Which thread pool runs the parallel kernels, unless the user chose one (NUMBA_THREADING_LAYER
+# or NUMBA_THREADING_LAYER_PRIORITY). A frame runs thousands of short parallel regions (a PCG
+# iteration has about ten). On a 2-core machine numba's default, TBB, made two threads slower
+# than one: 296-349 ms per frame of the 65x65 hanging cloth against 158-168 ms; OpenMP's pool
+# took 112-140 ms (measured). TBB and numba's own pool stay as fallbacks where there is no
+# OpenMP runtime.
+if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
+    numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
 FASTMATH = {"nsz", "arcp", "contract", "afn"}
 
