@@ -54,27 +54,56 @@ def weighted_norm2(w, r):
 
 
 @njit(parallel=True)
-def apply_blocks(m, x, out):
-    """out[i] = m[i] @ x[i] for per-vertex 3x3 blocks m (V, 3, 3)."""
-    for i in prange(x.shape[0]):
-        for r in range(3):
-            out[i, r] = m[i, r, 0] * x[i, 0] + m[i, r, 1] * x[i, 1] + m[i, r, 2] * x[i, 2]
+def filter_and_dot(filt, y, a, out):
+    """out_i = S_i·y_i per vertex; returns Σ a·out (chunked, thread-count independent)."""
+    n = y.shape[0]
+    nchunk = (n + _CHUNK - 1) // _CHUNK
+    part = np.zeros(nchunk)
+    for c in prange(nchunk):
+        acc = 0.0
+        for i in range(c * _CHUNK, min(n, (c + 1) * _CHUNK)):
+            for r in range(3):
+                o = filt[i, r, 0] * y[i, 0] + filt[i, r, 1] * y[i, 1] + filt[i, r, 2] * y[i, 2]
+                out[i, r] = o
+                acc += a[i, r] * o
+        part[c] = acc
+    total = 0.0
+    for c in range(nchunk):
+        total += part[c]
+    return total
 
 
 @njit(parallel=True)
-def _axpy(alpha, x, y):
-    """y += alpha * x."""
-    for i in prange(x.shape[0]):
-        for r in range(3):
-            y[i, r] += alpha * x[i, r]
+def step_and_norm(alpha, c, q, x, r, w):
+    """x += α·c, r −= α·q; returns Σ_i w_i·|r_i|² of the new r (chunked)."""
+    n = x.shape[0]
+    nchunk = (n + _CHUNK - 1) // _CHUNK
+    part = np.zeros(nchunk)
+    for k in prange(nchunk):
+        acc = 0.0
+        for i in range(k * _CHUNK, min(n, (k + 1) * _CHUNK)):
+            s = 0.0
+            for d in range(3):
+                x[i, d] += alpha * c[i, d]
+                r[i, d] -= alpha * q[i, d]
+                s += r[i, d] * r[i, d]
+            acc += w[i] * s
+        part[k] = acc
+    total = 0.0
+    for k in range(nchunk):
+        total += part[k]
+    return total
 
 
 @njit(parallel=True)
-def _xpby(x, beta, y):
-    """y = x + beta * y."""
-    for i in prange(x.shape[0]):
+def filtered_xpby(filt, y, beta, c):
+    """c = S·(y + β·c) per vertex, in place."""
+    for i in prange(y.shape[0]):
+        u0 = y[i, 0] + beta * c[i, 0]
+        u1 = y[i, 1] + beta * c[i, 1]
+        u2 = y[i, 2] + beta * c[i, 2]
         for r in range(3):
-            y[i, r] = x[i, r] + beta * y[i, r]
+            c[i, r] = filt[i, r, 0] * u0 + filt[i, r, 1] * u1 + filt[i, r, 2] * u2
 
 
 @njit(parallel=True)
@@ -136,29 +165,25 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
     s = np.empty_like(b)
     c = np.empty_like(b)
     q = np.empty_like(b)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
     precond.apply(r, tmp)
-    apply_blocks(filt, tmp, c)
-    delta = dot3(r, c)
+    delta = filter_and_dot(filt, tmp, r, c)  # c = S·P·r
     rr = rr0
     it = 0
+    # One kernel per line of the textbook loop, each fusing a filter with its reduction:
+    # a PCG iteration is five calls (product, preconditioner and three vector kernels).
     while it < max_iter and delta > 0.0:
         bsr_matvec(asm.row_ptr, asm.col, blocks, c, tmp)
-        apply_blocks(filt, tmp, q)
-        cq = dot3(c, q)
+        cq = filter_and_dot(filt, tmp, c, q)  # q = S·A·c
         if cq <= 0.0:  # lost definiteness (should not happen with clamped Hessians)
             break
         alpha = delta / cq
-        _axpy(alpha, c, x)
-        _axpy(-alpha, q, r)
+        rr = step_and_norm(alpha, c, q, x, r, w)
         it += 1
-        rr = weighted_norm2(weights, r)
         if rr <= tol * tol * rr0:
             break
         precond.apply(r, tmp)
-        apply_blocks(filt, tmp, s)
         delta_old = delta
-        delta = dot3(r, s)
-        _xpby(s, delta / delta_old, c)
-        apply_blocks(filt, c, tmp)
-        c[:] = tmp
+        delta = filter_and_dot(filt, tmp, r, s)  # s = S·P·r
+        filtered_xpby(filt, s, delta / delta_old, c)
     return it, float(np.sqrt(max(rr, 0.0) / rr0))

@@ -226,11 +226,11 @@ class IncompleteCholesky:
         return (lower + sp.block_diag(list(self._diag))).tocsr()
 
     def apply(self, r: np.ndarray, out: np.ndarray) -> None:
-        """out = P·r; r, out (V, 3)."""
-        flat = np.empty(r.size)
+        """out = P·r; r, out (V, 3), out C-contiguous (written through a flat view)."""
+        if not out.flags.c_contiguous:
+            raise ValueError("IncompleteCholesky.apply needs a C-contiguous output array")
         ic0_block_solve(self._row_ptr, self._col, self._blocks32, self._diag_inv32,
-                        np.ascontiguousarray(r).reshape(-1), flat)
-        out[:] = flat.reshape(r.shape)
+                        np.ascontiguousarray(r).reshape(-1), out.reshape(-1))
 
     def report_iterations(self, iterations: int) -> None:
         """Nothing to track: the factor is rebuilt for every matrix."""

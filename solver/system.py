@@ -52,7 +52,10 @@ class ForceSystem:
         V = model.vertex_count
         nnzb = len(self.asm.col)
         self.force = np.zeros((V, 3))
-        self.J = np.zeros((nnzb, 3, 3))
+        # float32: the PCG multiplies by it in float32 anyway (cg.py), the forces and the Newton
+        # residual stay float64, and half the bytes make the scattered block additions faster
+        # (65x65 cloth: 11.6-13.2 -> 9.2-10.0 ms per evaluation with J, measured)
+        self.J = np.zeros((nnzb, 3, 3), dtype=np.float32)
         self.energy_membrane = np.zeros(len(model.triangles) if membrane is not None else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
@@ -107,14 +110,15 @@ class ForceSystem:
 
     def jacobians(self, x, v, *external) -> tuple[np.ndarray, np.ndarray]:
         """(∂f/∂x, ∂f/∂v) as separate block arrays (nnzb, 3, 3), from two evaluations: of the
-        internal forces, or with external = (gravity, wind, soft_targets) of all forces."""
+        internal forces, or with external = (gravity, wind, soft_targets) of all forces.
+        Summed in float32 like J, returned as float64."""
         out = []
         for jac in ((1.0, 0.0), (0.0, 1.0)):
             if external:
                 self.evaluate(x, v, *external, jac=jac)
             else:
                 self.internal(x, v, jac)
-            out.append(self.J.copy())
+            out.append(self.J.astype(np.float64))
         return out[0], out[1]
 
     def elastic_energy(self) -> float:

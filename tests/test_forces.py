@@ -123,7 +123,7 @@ def test_the_weighted_jacobian_is_the_weighted_sum_of_both(term):
     s.internal(x, v, jac=(-0.01, -0.1))
     scale = max(np.abs(K).max() * 0.01, np.abs(D).max() * 0.1)
     assert scale > 0.0
-    np.testing.assert_allclose(s.J, -0.01 * K - 0.1 * D, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(s.J, -0.01 * K - 0.1 * D, rtol=0, atol=1e-6 * scale)  # float32
 
 
 @pytest.mark.parametrize("term", TERMS)
@@ -148,8 +148,9 @@ def test_clamped_jacobians_are_symmetric_negative_semidefinite(term):
     x, v = _deformed(m, seed=5, stretch=0.9, noise=0.03)  # compressed: exact K is indefinite
     for blocks in s.jacobians(x, v):
         A = to_scipy(s.asm, blocks).toarray()
-        np.testing.assert_allclose(A, A.T, atol=1e-9 * max(np.abs(A).max(), 1e-30))
-        assert np.linalg.eigvalsh(A).max() <= 1e-9 * max(np.abs(A).max(), 1e-30)
+        tol = 1e-6 * max(np.abs(A).max(), 1e-30)  # J is summed in float32 (system.py)
+        np.testing.assert_allclose(A, A.T, atol=tol)
+        assert np.linalg.eigvalsh(A).max() <= tol
 
 
 def test_dihedral_gradient_is_orthogonal_to_rigid_motions():
