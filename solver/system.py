@@ -29,11 +29,13 @@ class ForceSystem:
         hinges: dihedral bending terms, or None.
         springs: spring terms, or None.
         psd: clamp indefinite Hessian parts (needed by the implicit solve).
+        factor_matrix: also keep ``J_factor``, J without the hinges' off-diagonal blocks: the
+            matrix the implicit solve's incomplete Cholesky factors (incomplete_cholesky.py).
     """
 
     def __init__(self, model: ClothModel, membrane: MembraneTerms | None = None,
                  hinges: HingeTerms | None = None, springs: SpringTerms | None = None,
-                 psd: bool = True):
+                 psd: bool = True, factor_matrix: bool = False):
         self.model = model
         self.membrane, self.hinges, self.springs = membrane, hinges, springs
         self.psd = psd
@@ -60,6 +62,7 @@ class ForceSystem:
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self._empty_blocks = np.zeros((0, 3, 3))
+        self.J_factor = np.zeros_like(self.J) if factor_matrix else None
 
     def internal(self, x, v, jac: tuple[float, float] | None = None) -> None:
         """Internal (elastic + damping) forces into self.force; with jac = (a, b) also
@@ -76,16 +79,18 @@ class ForceSystem:
             membrane_kernel(x, v, m.triangles, t.coef_u, t.coef_v, t.area, m.tri_stiffness,
                             want, cK, cD, self.psd, g.block_offset, g.run_start, g.run_order,
                             g.color_ptr, slot, self.energy_membrane, f, J)
-        if self.hinges is not None:
-            g, t = self._g_hinges, self.hinges
-            bending_kernel(x, v, m.hinges, t.stiffness, t.damping, t.rest_angle, want, cK, cD,
-                           g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
-                           self.energy_hinges, f, J)
         if self.springs is not None:
             g, t = self._g_springs, self.springs
             spring_kernel(x, v, t.springs, t.rest_length, t.stiffness, t.damping, want, cK, cD,
                           self.psd, g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
                           self.energy_springs, f, J)
+        if want and self.J_factor is not None:
+            self.J_factor[:] = J  # before the hinges (the caller completes its diagonal)
+        if self.hinges is not None:
+            g, t = self._g_hinges, self.hinges
+            bending_kernel(x, v, m.hinges, t.stiffness, t.damping, t.rest_angle, want, cK, cD,
+                           g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
+                           self.energy_hinges, f, J)
 
     def evaluate(self, x, v, gravity, wind, soft_targets,
                  jac: tuple[float, float] | None = None) -> None:
