@@ -15,15 +15,23 @@ filtered system. Stiff cloth matrices are SPD but not M-matrices, so IC(0) can m
 non-positive pivot; the diagonal is then scaled by (1 + shift) for increasing shifts
 (Manteuffel's shifted IC). If every shift fails, the factor falls back to the diagonal (Jacobi).
 
-The implicit model factors its matrix without the bending hinges' couplings, keeping their
-diagonal blocks (ForceSystem.J_factor) on the whole pattern. Each hinge adds a rank-one term
-whose off-diagonal blocks have both signs, and their weight against the mass grows as 1/edge⁴:
-on 129x129 cotton (1 m, 7.8 mm edges) IC(0) of the whole matrix met non-positive pivots and
-needed a 20 % and then a 5 % shift, 538-599 PCG iterations per frame, 1.9 s per frame. Without
-the couplings it needs no shift and 257-301 iterations, 0.9 s per frame; 86-105 instead of
-108-121 at 65x65, 34-41 instead of 30-39 at 33x33 (measured). Dropping the hinge-only blocks
-from the factor's pattern as well was worse (218 and 484 iterations at 65x65 and 129x129):
-those blocks act as fill for the membrane part.
+The implicit model factors its matrix with the bending hinges' couplings scaled by 0.9
+(system.HINGE_COUPLING_IN_FACTOR; their diagonal blocks whole), the convex combination of each
+hinge's rank-one term and its block diagonal, so still semi-definite. The hinge terms' off-diagonal
+blocks have both signs, and their weight against the mass grows as 1/edge⁴: on 129x129 cotton
+(1 m, 7.8 mm edges) IC(0) of the whole matrix met non-positive pivots, needed a 20 % and then
+a 5 % shift and 538-599 PCG iterations per frame (1.9 s per frame). Measured PCG iterations per
+frame over the first three frames, by share of the couplings kept:
+
+| share | 33x33 | 65x65 | 129x129 |
+|---|---|---|---|
+| 1 (the whole matrix) | 30-39 | 108-121 | 538-599 (shifted) |
+| 0.95 | | 55-74 | 119-146 (1 % shifts) |
+| 0.9 | 31-39 | 55-73 | 114-147 |
+| 0 | 34-41 | 86-105 | 257-301 |
+| 0, and their blocks out of the pattern | 68-92 | 170-218 | 384-516 |
+
+The last row shows that the hinge-only blocks of the pattern act as fill for the membrane part.
 """
 
 from __future__ import annotations

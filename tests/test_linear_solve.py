@@ -230,8 +230,8 @@ def test_incomplete_cholesky_applies_the_inverse_of_its_factor():
 def test_fine_cloth_factors_without_a_diagonal_shift():
     """The hinges' Jacobians (rank one, off-diagonal blocks of both signs) made IC(0) of the
     whole matrix meet non-positive pivots on fine cloth: at 129 x 129 it needed a 20 % and then
-    a 5 % diagonal shift, and twice the PCG iterations. The factor leaves their couplings out
-    and keeps their diagonal blocks, so it needs no shift."""
+    a 5 % diagonal shift, and 4-5x the PCG iterations. The factor scales their couplings by
+    0.9 and keeps their diagonal blocks, so it needs no shift."""
     from solver.presets import load_preset
     from solver.simulation import Simulation
 
@@ -240,4 +240,4 @@ def test_fine_cloth_factors_without_a_diagonal_shift():
     pc = sim.solver.precond
     assert isinstance(pc, IncompleteCholesky) and pc.factorizations >= 4
     assert pc.shifts_used == [0.0] * pc.factorizations
-    assert sim.result.frames[0].iterations < 400  # 538 with the shifted factor of the whole matrix
+    assert sim.result.frames[0].iterations < 200  # 538 with the shifted factor of the whole matrix
