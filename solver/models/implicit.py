@@ -61,8 +61,8 @@ class ImplicitSolver(ClothSolver):
         kind = {"factor": LaggedFactor, "incomplete_cholesky": IncompleteCholesky,
                 "jacobi": BlockJacobi}[settings.preconditioner]
         if kind is IncompleteCholesky:
-            # IC(0) of M − h²·K − h·D without the hinges' couplings (their diagonal blocks
-            # stay): see incomplete_cholesky.py
+            # IC(0) of M − h²·K − h·D with the hinges' couplings scaled down (their diagonal
+            # blocks whole): see incomplete_cholesky.py
             self._factor_input = self.system.J_factor
         else:
             self._factor_input = self.A
