@@ -20,13 +20,28 @@ from .sparse import bsr_matvec
 _CHUNK = 512
 
 
+@njit(inline="always")
+def _chunk_count(n):
+    """Fixed work units of a chunked reduction over n vertices (independent of threads)."""
+    return (n + _CHUNK - 1) // _CHUNK
+
+
+@njit(inline="always")
+def _sum_in_order(part):
+    """Σ part, in index order: the chunks' partial sums always add up the same way."""
+    total = 0.0
+    for c in range(part.shape[0]):
+        total += part[c]
+    return total
+
+
 @njit(parallel=True)
 def weighted_dot(w, a, b):
     """Σ_i w_i·(a_i·b_i) over (V, 3) arrays a, b with weights w (V,); an empty w means unit
     weights. Summed in fixed chunks, so the result does not depend on the thread count."""
     n = a.shape[0]
     unit = w.shape[0] == 0
-    nchunk = (n + _CHUNK - 1) // _CHUNK
+    nchunk = _chunk_count(n)
     part = np.zeros(nchunk)
     for c in prange(nchunk):
         s = 0.0
@@ -34,10 +49,7 @@ def weighted_dot(w, a, b):
             d = a[i, 0] * b[i, 0] + a[i, 1] * b[i, 1] + a[i, 2] * b[i, 2]
             s += d if unit else w[i] * d
         part[c] = s
-    total = 0.0
-    for c in range(nchunk):
-        total += part[c]
-    return total
+    return _sum_in_order(part)
 
 
 _UNIT = np.zeros(0)
@@ -57,7 +69,7 @@ def weighted_norm2(w, r):
 def filter_and_dot(filt, y, a, out):
     """out_i = S_i·y_i per vertex; returns Σ a·out (chunked, thread-count independent)."""
     n = y.shape[0]
-    nchunk = (n + _CHUNK - 1) // _CHUNK
+    nchunk = _chunk_count(n)
     part = np.zeros(nchunk)
     for c in prange(nchunk):
         acc = 0.0
@@ -67,17 +79,14 @@ def filter_and_dot(filt, y, a, out):
                 out[i, r] = o
                 acc += a[i, r] * o
         part[c] = acc
-    total = 0.0
-    for c in range(nchunk):
-        total += part[c]
-    return total
+    return _sum_in_order(part)
 
 
 @njit(parallel=True)
 def step_and_norm(alpha, c, q, x, r, w):
     """x += α·c, r −= α·q; returns Σ_i w_i·|r_i|² of the new r (chunked)."""
     n = x.shape[0]
-    nchunk = (n + _CHUNK - 1) // _CHUNK
+    nchunk = _chunk_count(n)
     part = np.zeros(nchunk)
     for k in prange(nchunk):
         acc = 0.0
@@ -89,10 +98,7 @@ def step_and_norm(alpha, c, q, x, r, w):
                 s += r[i, d] * r[i, d]
             acc += w[i] * s
         part[k] = acc
-    total = 0.0
-    for k in range(nchunk):
-        total += part[k]
-    return total
+    return _sum_in_order(part)
 
 
 @njit(parallel=True)
