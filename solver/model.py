@@ -244,13 +244,16 @@ def _hinge_area_sum(hg, tris, area):
 
 
 def _rest_angles(pos, hg):
-    from .forces.bending import dihedral_angle_and_gradient
-    g = np.empty((4, 3))
-    out = np.zeros(len(hg))
-    for h, (a, b, c, d) in enumerate(hg):
-        t = dihedral_angle_and_gradient(pos[a], pos[b], pos[c], pos[d], g)
-        out[h] = 0.0 if np.isnan(t) else t
-    return out
+    return _hinge_angles_and_grams(pos, hg)[0]
+
+
+def _hinge_angles_and_grams(pos, hg):
+    """(H,) rest angles [rad] and (H, 4, 4) Gram matrices of the angles' gradients [1/m²]."""
+    from .forces.bending import hinge_angles_and_grams
+    angle, gram = np.zeros(len(hg)), np.zeros((len(hg), 4, 4))
+    hinge_angles_and_grams(np.ascontiguousarray(pos, dtype=np.float64),
+                           np.ascontiguousarray(hg, dtype=np.int64), angle, gram)
+    return angle, gram
 
 
 @dataclass(frozen=True)
@@ -279,11 +282,13 @@ def membrane_terms(model: ClothModel) -> MembraneTerms:
 
 @dataclass(frozen=True)
 class HingeTerms:
-    """Per-hinge bending stiffness k [N·m], damping c [N·m·s] and rest angle [rad]."""
+    """Per-hinge bending stiffness k [N·m], damping c [N·m·s], rest angle [rad] and the Gram
+    matrix of ∇θ at rest [1/m²], (H, 4, 4) (see forces/bending.py)."""
 
     stiffness: np.ndarray
     damping: np.ndarray
     rest_angle: np.ndarray
+    rest_gram: np.ndarray
 
 
 def bending_terms(model: ClothModel) -> HingeTerms:
@@ -291,7 +296,7 @@ def bending_terms(model: ClothModel) -> HingeTerms:
     if model.parts:
         terms = [bending_terms(p) for p in model.parts]
         return HingeTerms(*(np.concatenate(a) for a in zip(
-            *((t.stiffness, t.damping, t.rest_angle) for t in terms))))
+            *((t.stiffness, t.damping, t.rest_angle, t.rest_gram) for t in terms))))
     hg = model.hinges
     pos = model.rest_positions
     e2 = np.sum((pos[hg[:, 1]] - pos[hg[:, 0]]) ** 2, axis=1)
@@ -299,7 +304,9 @@ def bending_terms(model: ClothModel) -> HingeTerms:
     scale = np.where(area > 0, e2 / np.where(area > 0, area, 1.0), 0.0)
     m = model.material
     scale = scale * model.hinge_weight
-    return HingeTerms(m.bend_stiffness * scale, m.bend_damping * scale, model.hinge_rest_angle)
+    gram = _hinge_angles_and_grams(pos, hg)[1]
+    return HingeTerms(m.bend_stiffness * scale, m.bend_damping * scale, model.hinge_rest_angle,
+                      gram)
 
 
 @dataclass(frozen=True)

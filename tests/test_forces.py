@@ -102,6 +102,33 @@ def test_bending_jacobian_is_exact_at_the_rest_angle_and_gauss_newton_elsewhere(
     assert 1e-4 < err < 0.2
 
 
+def test_constant_hinge_jacobian_is_the_exact_one_across_a_flat_rest_sheet():
+    """The implicit solve's hinge blocks −k·Γ ⊗ I₃ (Γ the rest Gram matrix of ∇θ): at the flat
+    rest state their normal-normal part is the exact ∂f/∂x and ∂f/∂v, they are the same
+    wherever the cloth is, and they are symmetric negative semi-definite."""
+    m = _model()  # flat in the xy plane: normal z
+    exact = ForceSystem(m, hinges=bending_terms(m), psd=False)
+    const = ForceSystem(m, hinges=bending_terms(m), constant_hinge_jacobian=True)
+    x, v = m.rest_positions, np.zeros_like(m.rest_positions)
+    for e, c in zip(exact.jacobians(x, v), const.jacobians(x, v)):
+        E = to_scipy(exact.asm, e).toarray()
+        C = to_scipy(const.asm, c).toarray()
+        assert np.abs(E).max() > 1e-6
+        tol = 1e-6 * np.abs(E).max()
+        np.testing.assert_allclose(C[2::3, 2::3], E[2::3, 2::3], atol=tol)
+        np.testing.assert_allclose(C[0::3, 0::3], C[2::3, 2::3], atol=tol)  # isotropic
+        assert np.abs(E[0::3, 0::3]).max() < tol  # the exact one has no in-plane stiffness
+        np.testing.assert_allclose(C, C.T, atol=tol)
+        assert np.linalg.eigvalsh(C).max() <= tol
+    y, w = _deformed(m, seed=4, noise=0.03)
+    for c_rest, c_moved in zip(const.jacobians(x, v), const.jacobians(y, w)):
+        np.testing.assert_array_equal(c_rest, c_moved)
+    # the forces are the exact model's
+    exact.internal(y, w)
+    const.internal(y, w)
+    np.testing.assert_array_equal(const.force, exact.force)
+
+
 @pytest.mark.parametrize("term", TERMS)
 def test_damping_jacobian_matches_finite_differences(term):
     m = _model()

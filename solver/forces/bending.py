@@ -6,6 +6,12 @@ with B the bending rigidity [N·m] and A1, A2 the rest areas of the two triangle
 bent into a cylinder along a family of mesh edges this equals ∫ B/2·κ² dA exactly, so B keeps
 its meaning when the mesh is refined. The gradient of θ uses Bridson's mode vectors; the
 Jacobian is the Gauss–Newton part −k·∇θ∇θᵀ (exact at the rest angle, always semi-definite).
+
+``hinge_angles_and_grams`` also gives each hinge's Gram matrix Γ_mn = ∇θ_m·∇θ_n at rest. The
+implicit solve uses −k·Γ ⊗ I₃ as a constant Jacobian (Bergou et al. 2006 show bending energy is
+quadratic with this kind of constant Hessian under isometric deformation): it matches −k·∇θ∇θᵀ
+in the normal direction of a flat hinge and adds a term in the tangent plane that is
+negligible beside the membrane stiffness there (~0.03 against 4000 N/m for cotton at 4k).
 """
 
 import numpy as np
@@ -66,6 +72,25 @@ def _hinge_theta_grad(x, i0, i1, i2, i3, g):
 
 
 @njit(parallel=True)
+def hinge_angles_and_grams(x, hinges, angle, gram):
+    """Dihedral angle θ [rad] of every hinge (0 for a degenerate one) and its Gram matrix
+    Γ_mn = ∇θ_m·∇θ_n [1/m²] over the hinge's four vertices.
+
+    Args:
+        x: positions [m], (V, 3); hinges: (H, 4) vertex indices.
+        angle: out (H,); gram: out (H, 4, 4) (zero for a degenerate hinge).
+    """
+    for h in prange(len(hinges)):
+        g = np.empty((4, 3))
+        idx = hinges[h]
+        theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
+        angle[h] = 0.0 if np.isnan(theta) else theta
+        for m in range(4):
+            for n in range(4):
+                gram[h, m, n] = g[m, 0] * g[n, 0] + g[m, 1] * g[n, 1] + g[m, 2] * g[n, 2]
+
+
+@njit(parallel=True)
 def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off,
                    run_start, run_order, color_ptr, slot, energy, force, J):
     """Bending energy, forces and Jacobian blocks of every hinge.
@@ -90,38 +115,36 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, c
             run = run_order[k]
             g = np.empty((4, 3))  # ∇θ, one buffer per run
             for h in range(run_start[run], run_start[run + 1]):
-                _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off,
-                       slot, g, energy, force, J)
+                # written out in full: a shared per-hinge helper ran 3.6x slower (measured)
+                i0, i1, i2, i3 = hinges[h, 0], hinges[h, 1], hinges[h, 2], hinges[h, 3]
+                theta = _hinge_theta_grad(x, i0, i1, i2, i3, g)
+                if np.isnan(theta):  # degenerate: no force, no stiffness
+                    energy[h] = 0.0
+                    continue
+                dtheta = theta - rest_angle[h]
+                energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
+                rate = 0.0
+                for r in range(3):
+                    rate += (g[0, r] * v[i0, r] + g[1, r] * v[i1, r] + g[2, r] * v[i2, r]
+                             + g[3, r] * v[i3, r])
+                scale = -(stiffness[h] * dtheta + damping[h] * rate)
+                for r in range(3):
+                    force[i0, r] += scale * g[0, r]
+                    force[i1, r] += scale * g[1, r]
+                    force[i2, r] += scale * g[2, r]
+                    force[i3, r] += scale * g[3, r]
+                if want_jac:
+                    _add_hinge_blocks(cK * stiffness[h] + cD * damping[h], g,
+                                      slot[b_off + 16 * h:b_off + 16 * h + 16], J)
 
 
 @njit
-def _hinge(h, x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, cD, b_off, slot, g,
-           energy, force, J):
-    """One hinge of bending_kernel; g (4, 3) receives ∇θ."""
-    idx = hinges[h]
-    theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
-    if np.isnan(theta):
-        energy[h] = 0.0
-        dtheta = 0.0
-        rate = 0.0
-    else:
-        dtheta = theta - rest_angle[h]
-        energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
-        rate = 0.0
-        for m in range(4):
-            for r in range(3):
-                rate += g[m, r] * v[idx[m], r]
-    scale = -(stiffness[h] * dtheta + damping[h] * rate)
+def _add_hinge_blocks(w, g, slots, J):
+    """J[slots[4m + n]] −= w·g_m·g_nᵀ: both ∂f/∂x and ∂f/∂v are multiples of −∇θ∇θᵀ."""
     for m in range(4):
-        i = idx[m]
-        for r in range(3):
-            force[i, r] += scale * g[m, r]
-    if want_jac:
-        w = cK * stiffness[h] + cD * damping[h]  # both blocks are multiples of −∇θ∇θᵀ
-        for m in range(4):
-            for n in range(4):
-                o = slot[b_off + 16 * h + 4 * m + n]
-                for r in range(3):
-                    wg = w * g[m, r]
-                    for q in range(3):
-                        J[o, r, q] -= wg * g[n, q]
+        for n in range(4):
+            o = slots[4 * m + n]
+            for r in range(3):
+                wg = w * g[m, r]
+                for q in range(3):
+                    J[o, r, q] -= wg * g[n, q]

@@ -46,7 +46,8 @@ class ImplicitSolver(ClothSolver):
         super().__init__(model, settings, gravity)
         ic = settings.preconditioner == "incomplete_cholesky"
         self.system = ForceSystem(model, membrane=membrane_terms(model),
-                                  hinges=bending_terms(model), psd=True, factor_matrix=ic)
+                                  hinges=bending_terms(model), psd=True, factor_matrix=ic,
+                                  constant_hinge_jacobian=True)
         V = model.vertex_count
         # The solve's matrix: the evaluation writes −h²·K − h·D (or −τ²·K) into J, _add_mass
         # completes it in place, and the next evaluation overwrites it.
