@@ -129,7 +129,8 @@ class CollisionHandler:
         return self.self_collision or self.colliders.has_mesh or self.colliders.has_analytic
 
     def resolve(self, x0: np.ndarray, x1: np.ndarray, v1: np.ndarray, inv_mass: np.ndarray,
-                h: float, c0: ColliderState, c1: ColliderState) -> CollisionStats:
+                h: float, c0: ColliderState, c1: ColliderState,
+                moved: np.ndarray | None = None) -> CollisionStats:
         """Make the step x0 → x1 collision-free, in place on x1 and v1.
 
         Args:
@@ -137,6 +138,10 @@ class CollisionHandler:
             v1: cloth velocities at the end of the step [m/s], (V, 3).
             inv_mass: (V,) [1/kg]; 0 for vertices that must not move (hard pins).
             h: step [s]. c0, c1: collider states at the start and end of the step.
+            moved: (V,) bool, for a repeated resolve of the same step: the cloth vertices whose
+                end moved since the last one left the step free of crossings. Mesh pairs
+                (self and collider) without such a vertex are not tested again; spheres and
+                planes always are.
         """
         stats = CollisionStats()
         if not self.active:
@@ -148,15 +153,19 @@ class CollisionHandler:
         im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
         # 1. proximity: everything in one projected Gauss–Seidel, so that stacked contacts
         # (cloth on cloth on a collider) support each other
-        idx, rec, _ = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1)
+        if moved is not None:
+            moved = np.concatenate([moved, np.zeros(len(U) - V, bool)]).astype(np.uint8)
+        idx, rec, _ = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved)
         stats.contacts += len(idx)
         if len(idx):
+            before = U.copy() if moved is not None else None
             apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES,
                            SETTLED * float(rec[:, GAP].min()) / h)
+            if moved is not None:  # the pushes moved more points: their pairs are tested too
+                moved |= np.any(U != before, axis=1)
 
         # 2. continuous collisions; after the first round only pairs whose path changed
         hits = 0
-        moved = None
         for _ in range(CCD_ROUNDS):
             idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1,
                                          moved)
