@@ -275,6 +275,40 @@ def test_strip_piles_onto_the_ground_without_self_intersections(model):
     assert sum(f.collision_pairs for f in r.frames) > 0
 
 
+def test_a_repeated_resolve_tests_the_pairs_whose_points_moved():
+    """After the strain limiter, the step is resolved again with the vertices it moved
+    flagged; the earlier resolve left every other pair's path free of crossings. A vertex
+    pushed through the sheet below is caught when flagged (as with no flags at all), and a
+    resolve with nothing flagged tests no cloth pair."""
+    from solver.collision.pipeline import CollisionHandler
+    from solver.model import build_model
+
+    sheet = grid_mesh((0.2, 0.2), (3, 3), (0.0, 0.0, 0.0))
+    flap = PolyMesh.from_faces([(-0.02, -0.02, 0.03), (0.03, -0.01, 0.03), (0.0, 0.03, 0.03)],
+                               [(0, 1, 2)])
+    model = build_model([ClothSetup(sheet, CLOTH), ClothSetup(flap, CLOTH)])
+    handler = CollisionHandler(model, (), True, 24.0, 1)
+    state = handler.colliders.state(0)
+    h = 1.0 / 24.0
+    x0 = model.rest_positions.copy()
+    through = x0.copy()
+    tip = model.vertex_count - 3  # the flap's first corner, now 3 cm under the sheet
+    through[tip, 2] = -0.03
+    assert handler.report(through, state).self_intersections > 0
+    flags = np.zeros(model.vertex_count, bool)
+    for moved in (None, np.where(np.arange(model.vertex_count) == tip, True, flags)):
+        x1, v1 = through.copy(), (through - x0) / h
+        stats = handler.resolve(x0, x1, v1, 1.0 / model.mass, h, state, state, moved)
+        assert stats.contacts + stats.collisions > 0
+        assert handler.report(x1, state).self_intersections == 0
+        assert x1[tip, 2] > 0.0
+    x1 = through.copy()
+    stats = handler.resolve(x0, x1, (through - x0) / h, 1.0 / model.mass, h, state, state,
+                            flags)
+    assert stats.contacts == 0 and stats.collisions == 0
+    np.testing.assert_array_equal(x1, through)
+
+
 def test_the_self_intersection_check_sees_a_strip_without_self_collision():
     # Control for the test above: the same pile without self-collision passes through itself,
     # and the report's independent triangle test counts it.
