@@ -155,7 +155,8 @@ class CollisionHandler:
         # (cloth on cloth on a collider) support each other
         if moved is not None:
             moved = np.concatenate([moved, np.zeros(len(U) - V, bool)]).astype(np.uint8)
-        idx, rec, _ = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved)
+        start = (x0, c0)  # the same objects in a repeated resolve: its pairs may be reused
+        idx, rec, _ = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved, start)
         stats.contacts += len(idx)
         if len(idx):
             before = U.copy() if moved is not None else None
@@ -168,7 +169,7 @@ class CollisionHandler:
         hits = 0
         for _ in range(CCD_ROUNDS):
             idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1,
-                                         moved)
+                                         moved, start)
             hits = len(idx)
             if hits == 0:
                 break
@@ -181,7 +182,7 @@ class CollisionHandler:
             zones = ImpactZones(len(P0))
             for rnd in range(ZONE_ROUNDS + 1):
                 idx, rec, analytic = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h,
-                                                    c0, c1)
+                                                    c0, c1, start=start)
                 if len(idx) == 0:
                     break
                 if rnd == ZONE_ROUNDS:
@@ -196,10 +197,10 @@ class CollisionHandler:
         v1[:] = W[:V]
         return stats
 
-    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None):
+    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, start=None):
         """All contacts (REPULSION) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
         (idx, records, True where a record is against a sphere or plane); the spheres and
-        planes ask for analytic_scale times their gap; moved: see _detect."""
+        planes ask for analytic_scale times their gap; moved, start: see _detect."""
         parts = []
         c = self.colliders
         V = self.V
@@ -217,7 +218,7 @@ class CollisionHandler:
                     ANALYTIC_CCD_GAP))
         n_analytic = sum(len(p[0]) for p in parts)
         if self.self_collision or c.has_mesh:
-            parts.append(self._detect(mode, P0, U, im, h, moved=moved))
+            parts.append(self._detect(mode, P0, U, im, h, moved=moved, start=start))
         if not parts:
             return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool)
         idx = np.concatenate([p[0] for p in parts])
@@ -296,17 +297,20 @@ class CollisionHandler:
             groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
         return merge_deepest(groups)
 
-    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None):
+    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, start=None):
         """Contacts (REPULSION, NEARBY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U;
         with ``moved`` (N,) only pairs with a point flagged there.
 
         The candidate triangle pairs come from boxes grown by SLACK and are reused while no
-        end position has moved more than SLACK since (same start P0): a later round of the
-        same step then needs no tree query."""
+        end position has moved more than SLACK since and the start is the same (the objects
+        in ``start``, by default P0): a later round of the same step, or a repeated resolve
+        of it, then needs no tree query."""
         P1 = P0 + h * U
         V = self.V
+        key = (P0,) if start is None else tuple(start)
         cache = self._pair_cache
-        if cache is not None and cache[0] is P0 and cache[1] == with_self \
+        if cache is not None and len(cache[0]) == len(key) \
+                and all(a is b for a, b in zip(cache[0], key)) and cache[1] == with_self \
                 and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK:
             pairs = cache[3]
         else:
@@ -320,7 +324,7 @@ class CollisionHandler:
                 cross[:, 1] += self.T
                 pairs.append(cross)
             pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
-            self._pair_cache = (P0, with_self, P1, pairs)
+            self._pair_cache = (key, with_self, P1, pairs)
         return self.tester.run(mode, pairs, P0, P1, im, moved)
 
     def report(self, x: np.ndarray, state: ColliderState) -> IntersectionReport:
