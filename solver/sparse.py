@@ -163,3 +163,47 @@ def to_scipy(asm: Assembly, blocks: np.ndarray):
     import scipy.sparse as sp
     V = len(asm.row_ptr) - 1
     return sp.bsr_matrix((blocks, asm.col, asm.row_ptr), shape=(3 * V, 3 * V))
+
+
+@njit(parallel=True)
+def blend_blocks(out, blocks, theta):
+    """out = (1 − θ)·out + θ·blocks, over (nnzb, 3, 3) arrays."""
+    for p in prange(out.shape[0]):
+        for r in range(3):
+            for c in range(3):
+                out[p, r, c] = (1.0 - theta) * out[p, r, c] + theta * blocks[p, r, c]
+
+
+@njit(parallel=True)
+def fill_scaled_identity(out, s):
+    """out[p] = s[p]·I₃ over (nnzb, 3, 3) blocks."""
+    for p in prange(out.shape[0]):
+        for r in range(3):
+            for c in range(3):
+                out[p, r, c] = s[p] if r == c else 0.0
+
+
+@njit(parallel=True)
+def subtract_scaled_identity(out, blocks, s, theta):
+    """out[p] = blocks[p] − θ·s[p]·I₃ over (nnzb, 3, 3) blocks."""
+    for p in prange(out.shape[0]):
+        for r in range(3):
+            for c in range(3):
+                out[p, r, c] = blocks[p, r, c] - (theta * s[p] if r == c else 0.0)
+
+
+@njit
+def add_scaled_identity(blocks, slots, s):
+    """blocks[slots[i]] += s[i]·I₃ (slots may repeat: serial)."""
+    for i in range(len(slots)):
+        for r in range(3):
+            blocks[slots[i], r, r] += s[i]
+
+
+@njit(parallel=True)
+def copy_blocks(out, blocks, slots):
+    """out[slots[i]] = blocks[slots[i]] over (nnzb, 3, 3) arrays."""
+    for i in prange(len(slots)):
+        for r in range(3):
+            for c in range(3):
+                out[slots[i], r, c] = blocks[slots[i], r, c]

@@ -19,8 +19,8 @@ from .forces.external import external_kernel, goal_spring_kernel
 from .forces.membrane import membrane_kernel
 from .forces.springs import spring_kernel
 from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
-from ._jit import njit, prange
-from .sparse import build_assembly
+from .sparse import (add_scaled_identity, blend_blocks, build_assembly, fill_scaled_identity,
+                     subtract_scaled_identity)
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
 # (incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG
@@ -139,9 +139,8 @@ class ForceSystem:
         goal_spring_kernel(x, m.soft_pins, m.soft_pin_stiffness, soft_targets, self.force)
         if jac is not None:
             diag = self.asm.diag
-            eye = np.eye(3)
-            self.J[diag] -= jac[1] * m.vertex_drag[:, None, None] * eye
-            self.J[diag[m.soft_pins]] -= jac[0] * m.soft_pin_stiffness[:, None, None] * eye
+            add_scaled_identity(self.J, diag, -jac[1] * m.vertex_drag)
+            add_scaled_identity(self.J, diag[m.soft_pins], -jac[0] * m.soft_pin_stiffness)
 
     def jacobians(self, x, v, *external) -> tuple[np.ndarray, np.ndarray]:
         """(∂f/∂x, ∂f/∂v) as separate block arrays (nnzb, 3, 3), from two evaluations: of the
@@ -161,29 +160,3 @@ class ForceSystem:
         return float(self.energy_membrane.sum() + self.energy_hinges.sum()
                      + self.energy_springs.sum())
 
-
-@njit(parallel=True)
-def blend_blocks(out, blocks, theta):
-    """out = (1 − θ)·out + θ·blocks, over (nnzb, 3, 3) arrays."""
-    for p in prange(out.shape[0]):
-        for r in range(3):
-            for c in range(3):
-                out[p, r, c] = (1.0 - theta) * out[p, r, c] + theta * blocks[p, r, c]
-
-
-@njit(parallel=True)
-def fill_scaled_identity(out, s):
-    """out[p] = s[p]·I₃ over (nnzb, 3, 3) blocks."""
-    for p in prange(out.shape[0]):
-        for r in range(3):
-            for c in range(3):
-                out[p, r, c] = s[p] if r == c else 0.0
-
-
-@njit(parallel=True)
-def subtract_scaled_identity(out, blocks, s, theta):
-    """out[p] = blocks[p] − θ·s[p]·I₃ over (nnzb, 3, 3) blocks."""
-    for p in prange(out.shape[0]):
-        for r in range(3):
-            for c in range(3):
-                out[p, r, c] = blocks[p, r, c] - (theta * s[p] if r == c else 0.0)

@@ -26,6 +26,7 @@ from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
 from ..incomplete_cholesky import IncompleteCholesky
 from ..preconditioner import BlockJacobi, LaggedFactor
+from ..sparse import add_scaled_identity, copy_blocks
 from ..system import ForceSystem
 from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 
@@ -72,6 +73,10 @@ class ImplicitSolver(ClothSolver):
         # difference over 24 frames of the 33x33 hanging cloth, where the CG tolerance alone
         # moves it 10 mm). A reused factor's point is an exact solve: float64 there.
         self._product_dtype = np.float64 if kind is LaggedFactor else np.float32
+        # M on A's diagonal; fixed massless vertices (filtered out of the solve) get 1 so that
+        # their block stays invertible
+        self._diag_mass = model.mass.copy()
+        self._diag_mass[self.fixed[model.mass[self.fixed] == 0]] = 1.0
         self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
         self.v_prev = None
         self.last_residual = 0.0
@@ -82,12 +87,9 @@ class ImplicitSolver(ClothSolver):
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
         preconditioner's matrix gets the same diagonal blocks."""
         diag = self.system.asm.diag
-        self.A[diag] += self.model.mass[:, None, None] * np.eye(3)
-        fixed = self.fixed
-        # massless loose vertices still need an invertible diagonal block (they are filtered)
-        self.A[diag[fixed]] += np.eye(3) * (self.model.mass[fixed] == 0)[:, None, None]
+        add_scaled_identity(self.A, diag, self._diag_mass)
         if self._factor_input is not self.A:
-            self._factor_input[diag] = self.A[diag]
+            copy_blocks(self._factor_input, self.A, diag)
 
     def _solve(self, key, x) -> int:
         """Δv from A·Δv = rhs; ``key`` identifies the kind of matrix (a factor made for another
