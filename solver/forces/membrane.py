@@ -114,7 +114,7 @@ def _membrane_blocks(t, A, a, b, wu, wv, nu, nv, lu, lv, cu_, cv_, s,
     for m in range(3):
         gm = (a[m] * wv[0] + b[m] * wu[0], a[m] * wv[1] + b[m] * wu[1],
               a[m] * wv[2] + b[m] * wu[2])
-        for n in range(3):
+        for n in range(m, 3):  # block (n, m) is block (m, n) transposed: computed once
             gn = (a[n] * wv[0] + b[n] * wu[0], a[n] * wv[1] + b[n] * wu[1],
                   a[n] * wv[2] + b[n] * wu[2])
             uu = a[m] * a[n]
@@ -124,6 +124,7 @@ def _membrane_blocks(t, A, a, b, wu, wv, nu, nv, lu, lv, cu_, cv_, s,
             if not psd:
                 iso += k_s * s * (a[m] * b[n] + b[m] * a[n])
             idx = slot[b_off + 9 * t + 3 * m + n]
+            tdx = slot[b_off + 9 * t + 3 * n + m]
             for r in range(3):
                 for c in range(3):
                     gg = gm[r] * gn[c]
@@ -133,4 +134,7 @@ def _membrane_blocks(t, A, a, b, wu, wv, nu, nv, lu, lv, cu_, cv_, s,
                     if r == c:
                         k += iso
                     d = c_u * uu * pu + c_v * vv * pv + c_s * gg
-                    J[idx, r, c] -= A * (cK * k + cD * d)
+                    val = A * (cK * k + cD * d)
+                    J[idx, r, c] -= val
+                    if n != m:
+                        J[tdx, c, r] -= val
