@@ -36,7 +36,7 @@ import numpy as np
 
 from .._jit import njit, prange
 from .ccd import EDGE_EDGE, VERTEX_FACE, contact_normal, first_contact, gap
-from .vector import load
+from .vector import add, dot, load, norm, scale, sub
 
 NEARBY = 0
 CONTINUOUS = 1
@@ -48,6 +48,7 @@ RECORD = 13
 
 _CHUNKS = 64
 MIN_DISTANCE = 1e-6   # [m] smallest contact distance and CCD tolerance (float64 at metre scale)
+LOWER_BOUND_MARGIN = 1e-9  # [m] rounding room for the bounding-sphere rejection in _test
 
 
 def ccd_tolerance(contact_distance):
@@ -106,6 +107,20 @@ def _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
 
 
 @njit(inline="always")
+def _distance_lower_bound(kind, a, b, c, d):
+    """A lower bound [m] on the distance between the primitives, from bounding spheres: the
+    vertex a against the sphere about the face (b, c, d)'s centroid, or the spheres about the
+    edges (a, b) and (c, d). Cheaper than the exact distance."""
+    if kind == VERTEX_FACE:
+        g = scale(add(add(b, c), d), 1.0 / 3.0)
+        gb, gc, gd = sub(b, g), sub(c, g), sub(d, g)
+        radius = np.sqrt(max(dot(gb, gb), dot(gc, gc), dot(gd, gd)))
+        return norm(sub(a, g)) - radius
+    return norm(scale(sub(add(a, b), add(c, d)), 0.5)) - 0.5 * (norm(sub(b, a))
+                                                             + norm(sub(d, c)))
+
+
+@njit(inline="always")
 def _ahead(w0, w1, w2, w3, nx, ny, nz, a, b, c, d):
     """n · Σ w·x: separation of the points with weights w along n [m]."""
     return (nx * (w0 * a[0] + w1 * b[0] + w2 * c[0] + w3 * d[0])
@@ -139,6 +154,15 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
         return False
     a0, b0, c0, d0 = load(x0, i0), load(x0, i1), load(x0, i2), load(x0, i3)
     a1, b1, c1, d1 = load(x1, i0), load(x1, i1), load(x1, i2), load(x1, i3)
+    if mode != NEARBY:
+        # Along the path the distance stays above its start value less the largest relative
+        # motion; above the pad throughout, neither the continuous test (which would compare
+        # the exact start distance with the same sum) nor the proximity one (its end
+        # separation along the start normal is at least that) can report the pair.
+        far = _distance_lower_bound(kind, a0, b0, c0, d0) \
+            - _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1)
+        if far > pad + LOWER_BOUND_MARGIN:
+            return False
     if mode != CONTINUOUS:
         d2, w0, w1, w2, w3 = gap(kind, 0.0, a0, b0, c0, d0, a1, b1, c1, d1)
         sep = np.sqrt(d2)
