@@ -184,3 +184,19 @@ def test_random_vertex_face_against_brute_force():
             agree += abs(got - expect) < 1e-3
     assert hits >= 10  # the sample exercises collisions, not only misses
     assert agree == 300
+
+
+def test_the_narrow_phase_distance_bound_never_exceeds_the_distance():
+    """The bounding-sphere bound that lets the narrow phase skip far feature pairs is a lower
+    bound of the exact distance, and a tight one for a vertex far from a small face."""
+    from solver.collision.narrow_phase import _distance_lower_bound
+
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        p = [T(*v) for v in rng.normal(scale=rng.choice([0.01, 1.0]), size=(4, 3))]
+        d_vf = np.sqrt(point_triangle(*p)[0])
+        d_ee = np.sqrt(segment_segment(*p)[0])
+        assert _distance_lower_bound(VERTEX_FACE, *p) <= d_vf + 1e-12
+        assert _distance_lower_bound(EDGE_EDGE, *p) <= d_ee + 1e-12
+    far = _distance_lower_bound(VERTEX_FACE, T(0, 0, 10), A, T(0.01, 0, 0), T(0, 0.01, 0))
+    assert 9.98 < far <= 10.0
