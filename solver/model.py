@@ -244,13 +244,14 @@ def _hinge_area_sum(hg, tris, area):
 
 
 def _rest_angles(pos, hg):
-    return _hinge_angles_and_grams(pos, hg)[0]
+    return _hinge_angles_and_grams(pos, hg, grams=False)[0]
 
 
-def _hinge_angles_and_grams(pos, hg):
-    """(H,) rest angles [rad] and (H, 4, 4) Gram matrices of the angles' gradients [1/m²]."""
+def _hinge_angles_and_grams(pos, hg, grams=True):
+    """(H,) rest angles [rad] and (H, 4, 4) Gram matrices of the angles' gradients [1/m²]
+    (an empty array unless ``grams``)."""
     from .forces.bending import hinge_angles_and_grams
-    angle, gram = np.zeros(len(hg)), np.zeros((len(hg), 4, 4))
+    angle, gram = np.zeros(len(hg)), np.zeros((len(hg) if grams else 0, 4, 4))
     hinge_angles_and_grams(np.ascontiguousarray(pos, dtype=np.float64),
                            np.ascontiguousarray(hg, dtype=np.int64), angle, gram)
     return angle, gram

@@ -78,13 +78,16 @@ def hinge_angles_and_grams(x, hinges, angle, gram):
 
     Args:
         x: positions [m], (V, 3); hinges: (H, 4) vertex indices.
-        angle: out (H,); gram: out (H, 4, 4) (zero for a degenerate hinge).
+        angle: out (H,); gram: out (H, 4, 4) (zero for a degenerate hinge), or an empty
+            array for the angles alone.
     """
     for h in prange(len(hinges)):
         g = np.empty((4, 3))
         idx = hinges[h]
         theta = _hinge_theta_grad(x, idx[0], idx[1], idx[2], idx[3], g)
         angle[h] = 0.0 if np.isnan(theta) else theta
+        if gram.shape[0] == 0:
+            continue
         for m in range(4):
             for n in range(4):
                 gram[h, m, n] = g[m, 0] * g[n, 0] + g[m, 1] * g[n, 1] + g[m, 2] * g[n, 2]
