@@ -110,6 +110,21 @@ def run_blender(scene: str, n: int, frames: int, quality: int | None = None) -> 
     return r
 
 
+def interleaved(scene: str, n: int, frames: int, repeat: int) -> tuple[dict, dict]:
+    """Blender's defaults and our implicit model, run alternately ``repeat`` times: each keeps
+    its last run's figures with the median of the runs' median frame times (``runs_ms``), so
+    that the machine's drift over minutes falls on both alike."""
+    runs = [(run_blender(scene, n, frames), run_ours(scene, "implicit", n, frames))
+            for _ in range(max(1, repeat))]
+    out = []
+    for side in zip(*runs):
+        r = dict(side[-1])
+        r["runs_ms"] = [x["median_ms"] for x in side]
+        r["median_ms"] = float(np.median(r["runs_ms"]))
+        out.append(r)
+    return out[0], out[1]
+
+
 def matched_quality(scene: str, n: int, frames: int, target: float, qualities) -> dict | None:
     """The lowest quality in ``qualities`` whose max strain is at most ``target``, or the last
     one tried (marked ``reached: False``)."""
@@ -201,6 +216,8 @@ def main(argv=None) -> int:
                     help="grid sizes of the scenes (none: only the pipeline bake)")
     ap.add_argument("--scenes", nargs="+", choices=SCENES, default=list(SCENES))
     ap.add_argument("--frames", type=int, default=24)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run Blender and ours alternately this many times; report the median")
     ap.add_argument("--mass-spring-frames", type=int, default=3)
     ap.add_argument("--mass-spring-max-n", type=int, default=65,
                     help="largest size the explicit model runs at (minutes per frame above)")
@@ -234,10 +251,8 @@ def main(argv=None) -> int:
     rows, checks = [], []
     for scene in scenes:
         for n in args.sizes:
-            base = run_blender(scene, n, args.frames)
-            batch = [base]
-            ours = run_ours(scene, "implicit", n, args.frames)
-            batch.append(ours)
+            base, ours = interleaved(scene, n, args.frames, args.repeat)
+            batch = [base, ours]
             if n <= args.mass_spring_max_n:
                 batch.append(run_ours(scene, "mass_spring", n, args.mass_spring_frames))
             target = max(args.strain_target, ours["max_strain"])
