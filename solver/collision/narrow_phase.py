@@ -129,10 +129,11 @@ def _ahead(w0, w1, w2, w3, nx, ny, nz, a, b, c, d):
 
 
 @njit(inline="always")
-def _touches(kind, sep, tol, a0, b0, c0, d0, a1, b1, c1, d1):
+def _touches(kind, sep, tol, motion, a0, b0, c0, d0, a1, b1, c1, d1):
     """True if the pair, sep [m] apart at the start, comes within tol of touching on the
-    straight path (the continuous test; pairs farther apart than they move skip the cubic)."""
-    if sep > tol + _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
+    straight path (the continuous test; pairs farther apart than their largest relative
+    motion [m] skip the cubic)."""
+    if sep > tol + motion:
         return False
     return first_contact(kind, a0, b0, c0, d0, a1, b1, c1, d1, tol)[0] >= 0.0
 
@@ -154,13 +155,14 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
         return False
     a0, b0, c0, d0 = load(x0, i0), load(x0, i1), load(x0, i2), load(x0, i3)
     a1, b1, c1, d1 = load(x1, i0), load(x1, i1), load(x1, i2), load(x1, i3)
+    motion = 0.0  # largest relative motion of the two primitives' points [m]
     if mode != NEARBY:
+        motion = _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1)
         # Along the path the distance stays above its start value less the largest relative
         # motion; above the pad throughout, neither the continuous test (which would compare
         # the exact start distance with the same sum) nor the proximity one (its end
         # separation along the start normal is at least that) can report the pair.
-        far = _distance_lower_bound(kind, a0, b0, c0, d0) \
-            - _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1)
+        far = _distance_lower_bound(kind, a0, b0, c0, d0) - motion
         if far > pad + LOWER_BOUND_MARGIN:
             return False
     if mode != CONTINUOUS:
@@ -175,7 +177,7 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
                                         d1, tol)
         want = dist
         if mode == REPULSION and max(group[i0], group[i1], group[i2], group[i3]) >= 0 \
-                and not _touches(kind, sep, tol, a0, b0, c0, d0, a1, b1, c1, d1):
+                and not _touches(kind, sep, tol, motion, a0, b0, c0, d0, a1, b1, c1, d1):
             e2, v0, v1, v2, v3 = gap(kind, 0.0, a1, b1, c1, d1, a1, b1, c1, d1)
             end = np.sqrt(e2)
             if end > 1e-3 * tol:
@@ -191,8 +193,7 @@ def _test(mode, kind, i0, i1, i2, i3, x0, x1, inv_mass, group, self_gap, self_mu
         # the closest points move apart or together at most by the largest relative motion
         # of a point of one primitive against a point of the other: far enough apart at the
         # start, the pair cannot touch (and skips the cubic)
-        if np.sqrt(gap(kind, 0.0, a0, b0, c0, d0, a0, b0, c0, d0)[0]) \
-                > tol + _relative_motion(kind, a0, b0, c0, d0, a1, b1, c1, d1):
+        if np.sqrt(gap(kind, 0.0, a0, b0, c0, d0, a0, b0, c0, d0)[0]) > tol + motion:
             return False
         t, w0, w1, w2, w3, nx, ny, nz = first_contact(kind, a0, b0, c0, d0, a1, b1, c1, d1, tol)
         if t < 0.0:
