@@ -156,33 +156,42 @@ class CollisionHandler:
         if moved is not None:
             moved = np.concatenate([moved, np.zeros(len(U) - V, bool)]).astype(np.uint8)
         start = (x0, c0)  # the same objects in a repeated resolve: its pairs may be reused
-        idx, rec, _ = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved, start)
+        idx, rec, _, pending = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved,
+                                              start)
         stats.contacts += len(idx)
+        pushed = np.zeros(len(U), np.uint8)
         if len(idx):
-            before = U.copy() if moved is not None else None
+            before = U.copy()
             apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES,
                            SETTLED * float(rec[:, GAP].min()) / h)
-            if moved is not None:  # the pushes moved more points: their pairs are tested too
-                moved |= np.any(U != before, axis=1)
+            pushed = np.any(U != before, axis=1).astype(np.uint8)
 
-        # 2. continuous collisions; after the first round only pairs whose path changed
+        # 2. continuous collisions. The proximity pass found the mesh pairs that touch on the
+        # path it was given; of those, the pairs the pushes left alone keep that answer and only
+        # pairs with a pushed point are tested again. After the first round only pairs whose
+        # path changed are tested.
+        retest = pushed
+        if pending is not None:
+            keep = ~pushed[pending[0]].any(axis=1)
+            pending = (pending[0][keep], pending[1][keep])
         hits = 0
         for _ in range(CCD_ROUNDS):
-            idx, rec, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0, c1,
-                                         moved, start)
+            idx, rec, _, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0,
+                                            c1, retest, start, known=pending)
+            pending = None
             hits = len(idx)
             if hits == 0:
                 break
             stats.collisions += hits
             before = U.copy()
             apply_contacts(idx, rec, U, W, im, h, 1, 0.0)
-            moved = np.any(U != before, axis=1).astype(np.uint8)
+            retest = np.any(U != before, axis=1).astype(np.uint8)
         # 3. impact zones: what still collides moves rigidly (with a collider it touches)
         if hits:
             zones = ImpactZones(len(P0))
             for rnd in range(ZONE_ROUNDS + 1):
-                idx, rec, analytic = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h,
-                                                    c0, c1, start=start)
+                idx, rec, analytic, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im,
+                                                       h, c0, c1, start=start)
                 if len(idx) == 0:
                     break
                 if rnd == ZONE_ROUNDS:
@@ -197,10 +206,15 @@ class CollisionHandler:
         v1[:] = W[:V]
         return stats
 
-    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, start=None):
+    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, start=None,
+                  known=None):
         """All contacts (REPULSION) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
-        (idx, records, True where a record is against a sphere or plane); the spheres and
-        planes ask for analytic_scale times their gap; moved, start: see _detect."""
+        (idx, records, True where a record is against a sphere or plane, pending); the spheres
+        and planes ask for analytic_scale times their gap; moved, start: see _detect.
+        REPULSION also finds the mesh pairs' collisions on the same path: pending = (idx,
+        records) of those (None without mesh pairs). CONTINUOUS: ``known`` (idx, records) are
+        mesh collisions found already, and only mesh pairs with a point flagged in ``moved``
+        are tested."""
         parts = []
         c = self.colliders
         V = self.V
@@ -217,13 +231,21 @@ class CollisionHandler:
                     c1.sphere_centers[k], c.sphere_radius[k], c.sphere_gap[k], c.sphere_mu[k],
                     ANALYTIC_CCD_GAP))
         n_analytic = sum(len(p[0]) for p in parts)
+        pending = None
         if self.self_collision or c.has_mesh:
-            parts.append(self._detect(mode, P0, U, im, h, moved=moved, start=start))
+            if known is not None:
+                parts.append(known)
+            if mode == REPULSION:
+                found, pending = self._detect(mode, P0, U, im, h, moved=moved, start=start,
+                                              with_collisions=True)
+                parts.append(found)
+            elif moved is None or moved.any():
+                parts.append(self._detect(mode, P0, U, im, h, moved=moved, start=start))
         if not parts:
-            return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool)
+            return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool), pending
         idx = np.concatenate([p[0] for p in parts])
         rec = np.concatenate([p[1] for p in parts])
-        return idx, rec, np.arange(len(idx)) < n_analytic
+        return idx, rec, np.arange(len(idx)) < n_analytic, pending
 
     def contact_constraints(self, x0: np.ndarray, v_pred: np.ndarray, inv_mass: np.ndarray,
                             h: float, c0: ColliderState, c1: ColliderState,
@@ -297,9 +319,11 @@ class CollisionHandler:
             groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
         return merge_deepest(groups)
 
-    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, start=None):
+    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, start=None,
+                with_collisions=False):
         """Contacts (REPULSION, NEARBY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U;
-        with ``moved`` (N,) only pairs with a point flagged there.
+        with ``moved`` (N,) only pairs with a point flagged there. with_collisions
+        (REPULSION): (contacts, collisions), both (idx, records).
 
         The candidate triangle pairs come from boxes grown by SLACK and are reused while no
         end position has moved more than SLACK since and the start is the same (the objects
@@ -325,6 +349,8 @@ class CollisionHandler:
                 pairs.append(cross)
             pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
             self._pair_cache = (key, with_self, P1, pairs)
+        if with_collisions:
+            return self.tester.run_with_collisions(pairs, P0, P1, im, moved)
         return self.tester.run(mode, pairs, P0, P1, im, moved)
 
     def report(self, x: np.ndarray, state: ColliderState) -> IntersectionReport:
