@@ -39,7 +39,10 @@ SETTLED = 1e-3          # ... which stop once no contact moves by this fraction 
 CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take over
 ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
 ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
-SLACK = 1e-3            # [m] growth of the candidate boxes, so later rounds reuse the pairs
+# [m] growth of the candidate boxes, so that later rounds and repeated resolves of a step reuse
+# the pairs: 1 -> 2 mm took the 65x65 self-colliding drape from 185 to 154 tree queries in 24
+# frames (129x129: 241 -> 209) with the same drape, bit for bit (measured)
+SLACK = 2e-3
 
 
 @dataclass
