@@ -77,6 +77,7 @@ class ForceSystem:
         self._empty_blocks = np.zeros((0, 3, 3))
         self.J_factor = np.zeros_like(self.J) if factor_matrix else None
         self._hinge_k = self._hinge_c = None  # per-slot multiples of I₃ in ∂f/∂x, ∂f/∂v
+        self._hinge_part = (None, None)  # ((a, b), a·_hinge_k + b·_hinge_c) last used
         if constant_hinge_jacobian and hinges is not None:
             g = self._g_hinges
             slots = self.asm.block_slot[g.block_offset:g.block_offset + 16 * len(model.hinges)]
@@ -91,7 +92,9 @@ class ForceSystem:
         cK, cD = (float(jac[0]), float(jac[1])) if want else (0.0, 0.0)
         constant = self._hinge_k is not None
         if want and constant:
-            hinge_part = cK * self._hinge_k + cD * self._hinge_c
+            if self._hinge_part[0] != (cK, cD):  # the step length rarely changes
+                self._hinge_part = ((cK, cD), cK * self._hinge_k + cD * self._hinge_c)
+            hinge_part = self._hinge_part[1]
             fill_scaled_identity(self.J, hinge_part)
         elif want:
             self.J[:] = 0.0
