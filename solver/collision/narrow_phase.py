@@ -225,20 +225,23 @@ def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist
 
 
 @njit(inline="always")
+def _store(i0, i1, i2, i3, record, out_i, out_f, n, base, cap):
+    """Append one record to a chunk's slice of (out_i, out_f) if it has room; returns the
+    chunk's new count (which may exceed cap: the caller then retries with more room)."""
+    if n < cap:
+        out_i[base + n, 0], out_i[base + n, 1] = i0, i1
+        out_i[base + n, 2], out_i[base + n, 3] = i2, i3
+        out_f[base + n] = record
+    return n + 1
+
+
+@njit(inline="always")
 def _keep(flags, i0, i1, i2, i3, h, c, out_i, out_f, n, cout_i, cout_f, m, base, cap):
     """Store the records _test flagged; returns the new counts (n, m)."""
     if flags & FOUND:
-        if n < cap:
-            out_i[base + n, 0], out_i[base + n, 1] = i0, i1
-            out_i[base + n, 2], out_i[base + n, 3] = i2, i3
-            out_f[base + n] = h
-        n += 1
+        n = _store(i0, i1, i2, i3, h, out_i, out_f, n, base, cap)
     if flags & COLLIDES:
-        if m < cap:
-            cout_i[base + m, 0], cout_i[base + m, 1] = i0, i1
-            cout_i[base + m, 2], cout_i[base + m, 3] = i2, i3
-            cout_f[base + m] = c
-        m += 1
+        m = _store(i0, i1, i2, i3, c, cout_i, cout_f, m, base, cap)
     return n, m
 
 
