@@ -149,20 +149,19 @@ def _write(out, w0, w1, w2, w3, nx, ny, nz, s0, want, mu):
 
 
 @njit
-def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist, mu, pad,
-          moved, h_out, c_out):
+def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist, tol, mu,
+          pad, moved, h_out, c_out):
     """One feature pair whose swept boxes are within pad [m] (the caller's filter). Returns
     flags: FOUND when the pair is a contact (or collision) of ``mode``, its record written into
     h_out (RECORD,); with with_ccd (REPULSION only) also COLLIDES when the pair touches on
     this path as the CONTINUOUS mode would report it, that record written into c_out.
-    collider: True for a pair against a mesh collider; dist, mu: its contact distance [m]
-    and friction. moved: (N,) flags, or empty for all pairs; only pairs with a flagged point
+    collider: True for a pair against a mesh collider; dist, tol, mu: its contact distance
+    and continuous-test tolerance [m] and its friction. moved: (N,) flags, or empty for all pairs; only pairs with a flagged point
     are tested."""
     if inv_mass[i0] + inv_mass[i1] + inv_mass[i2] + inv_mass[i3] <= 0.0:
         return 0  # nothing here can move
     if moved.shape[0] and not (moved[i0] or moved[i1] or moved[i2] or moved[i3]):
         return 0  # same path as when it was last found clear
-    tol = max(0.1 * dist, MIN_DISTANCE)
     a0, b0, c0, d0 = load(x0, i0), load(x0, i1), load(x0, i2), load(x0, i3)
     a1, b1, c1, d1 = load(x1, i0), load(x1, i1), load(x1, i2), load(x1, i3)
     motion = 0.0  # largest relative motion of the two primitives' points [m]
@@ -262,9 +261,10 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
             # a triangle's points belong to one mesh: the pair's contact distance and friction
             g = max(group[tris[A, 0]], group[tris[B, 0]])
             dist, mu = (self_gap, self_mu) if g < 0 else (group_gap[g], group_mu[g])
+            tol = max(0.1 * dist, MIN_DISTANCE)  # as ccd_tolerance
             # the continuous test's pad, tol, is at most the proximity one's (dist), so what
             # the proximity pass's filters reject the continuous test would reject as well
-            pad = max(0.1 * dist, MIN_DISTANCE) if mode == CONTINUOUS else dist
+            pad = tol if mode == CONTINUOUS else dist
             for side in range(2):
                 S, F = (A, B) if side == 0 else (B, A)
                 f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
@@ -274,7 +274,7 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
                             or _apart(point_box, v, tri_box, F, pad):
                         continue
                     flags = _test(mode, with_ccd, VERTEX_FACE, v, f0, f1, f2, x0, x1,
-                                  inv_mass, g >= 0, dist, mu, pad, moved, rec, crec)
+                                  inv_mass, g >= 0, dist, tol, mu, pad, moved, rec, crec)
                     if flags:
                         n, m = _keep(flags, v, f0, f1, f2, rec, crec, out_i, out_f, n,
                                      cout_i, cout_f, m, base, cap)
@@ -292,7 +292,7 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
                             or _apart(edge_box, e, edge_box, f, pad):
                         continue
                     flags = _test(mode, with_ccd, EDGE_EDGE, p0, p1, q0, q1, x0, x1,
-                                  inv_mass, g >= 0, dist, mu, pad, moved, rec, crec)
+                                  inv_mass, g >= 0, dist, tol, mu, pad, moved, rec, crec)
                     if flags:
                         n, m = _keep(flags, p0, p1, q0, q1, rec, crec, out_i, out_f, n,
                                      cout_i, cout_f, m, base, cap)
