@@ -222,6 +222,12 @@ def _feature_key(ids):
     return tuple(sorted([(a, b), (c, d)]))
 
 
+def _all_pairs(triangle_count):
+    """Every unordered pair of distinct triangles, (P, 2)."""
+    a, b = np.triu_indices(triangle_count, k=1)
+    return np.stack([a, b], axis=1).astype(np.int64)
+
+
 def _tester(tris, count, gap):
     from solver.collision.features import mesh_features
     from solver.collision.narrow_phase import PairTester
@@ -236,7 +242,7 @@ def test_the_narrow_phase_finds_every_feature_pair_that_touches():
     """Over every pair of a crumpled sheet's triangles, the continuous pass reports exactly the
     vertex–face and edge–edge pairs (sharing no vertex) that a plain loop over all feature
     pairs finds touching and ending too close: its box and distance filters drop none."""
-    from solver.collision.narrow_phase import CONTINUOUS, GAP, ccd_tolerance
+    from solver.collision.narrow_phase import CONTINUOUS, ccd_tolerance
 
     rng = np.random.default_rng(5)
     gap = 0.003
@@ -245,9 +251,7 @@ def test_the_narrow_phase_finds_every_feature_pair_that_touches():
     for _ in range(3):
         tris, x0, x1 = _crumpled_sheet(rng)
         f, tester = _tester(tris, len(x0), gap)
-        T_ = len(f.tris)
-        pairs = np.array([(a, b) for a in range(T_) for b in range(a + 1, T_)], np.int64)
-        idx, rec = tester.run(CONTINUOUS, pairs, x0, x1, np.ones(len(x0)))
+        idx, _ = tester.run(CONTINUOUS, _all_pairs(len(f.tris)), x0, x1, np.ones(len(x0)))
         got = {_feature_key(i) for i in idx}
         assert len(got) == len(idx)  # each feature pair once
         expect = set()
@@ -274,8 +278,7 @@ def test_the_proximity_pass_reports_the_continuous_collisions_of_the_same_path()
     rng = np.random.default_rng(8)
     tris, x0, x1 = _crumpled_sheet(rng, n=8)
     f, tester = _tester(tris, len(x0), 0.003)
-    T_ = len(f.tris)
-    pairs = np.array([(a, b) for a in range(T_) for b in range(a + 1, T_)], np.int64)
+    pairs = _all_pairs(len(f.tris))
     im = np.ones(len(x0))
     flags = (rng.random(len(x0)) < 0.2).astype(np.uint8)
     for moved in (None, flags):
