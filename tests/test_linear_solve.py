@@ -7,7 +7,8 @@ import scipy.sparse.linalg as sla
 
 from solver import MaterialParams, SolverSettings
 from solver.cg import mpcg
-from solver.incomplete_cholesky import IncompleteCholesky, ic0_block_factor, lower_blocks
+from solver.incomplete_cholesky import (SHIFT_HOLD, IncompleteCholesky, ic0_block_factor,
+                                        lower_blocks)
 from solver.model import bending_terms, build_model, membrane_terms
 from solver.preconditioner import BlockJacobi, LaggedFactor
 from solver.scenarios import hanging_cloth
@@ -172,6 +173,28 @@ def test_incomplete_cholesky_is_exact_without_fill_and_shifts_on_a_bad_pivot():
     assert np.linalg.eigvalsh(dense).min() < 0
     assert not ic0_block_factor(row_ptr, col, source, asm.diag, a, 0.0, *out)
     assert ic0_block_factor(row_ptr, col, source, asm.diag, a, 1.0, *out)
+
+
+def test_incomplete_cholesky_holds_a_needed_shift_before_trying_a_lower_one():
+    """Consecutive matrices need similar shifts: after one needed 1e-2, the next ones start
+    there, and only after SHIFT_HOLD successes does a factor try one shift lower."""
+    n = 6
+    asm, _ = build_assembly([np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)], n)
+    rows = np.repeat(np.arange(n), np.diff(asm.row_ptr))
+    couple = np.array([[0.0, 0.3, 0.1], [0.3, 0.0, -0.2], [0.1, -0.2, 0.0]])
+
+    def chain(main):
+        return np.where((rows == asm.col)[:, None, None], main * np.eye(3) + couple, -np.eye(3))
+
+    pc = IncompleteCholesky(asm, np.zeros(0, dtype=np.int64))
+    x = np.zeros((n, 3))
+    pc.refresh(chain(2.2), "k", x)  # needs a 1e-2 shift (1e-3 is not enough)
+    for _ in range(2 * SHIFT_HOLD + 3):
+        pc.refresh(chain(4.0), "k", x)  # needs none
+    hold = [1e-2] * (SHIFT_HOLD + 1) + [1e-3] * (SHIFT_HOLD + 1) + [0.0, 0.0]
+    assert pc.shifts_used == hold
+    pc.refresh(chain(2.2), "k", x)
+    assert pc.shifts_used[-1] == 1e-2
 
 
 def test_incomplete_cholesky_needs_far_fewer_iterations_than_jacobi():
