@@ -288,3 +288,34 @@ def test_the_proximity_pass_reports_the_continuous_collisions_of_the_same_path()
             assert len(idx) > 0
             np.testing.assert_array_equal(got[0], idx)
             np.testing.assert_allclose(got[1], rec, rtol=0, atol=1e-15)
+
+
+def test_the_contact_prediction_pass_pairs_cloth_vertices_with_collider_faces_only():
+    """NEARBY (the implicit solve's contact prediction) reports every cloth vertex against every
+    collider face whose path boxes come within the contact distance, and nothing else: no
+    collider vertex against a cloth face, no edge pair (the prediction would drop them)."""
+    from solver.collision.features import mesh_features
+    from solver.collision.narrow_phase import NEARBY, PairTester
+
+    rng = np.random.default_rng(11)
+    gap = 0.004
+    cloth, x0, x1 = _crumpled_sheet(rng, n=5, jitter=0.002, motion=0.01)
+    body, y0, _ = _crumpled_sheet(rng, n=5, jitter=0.002, motion=0.0)
+    V, T = len(x0), len(cloth)
+    y0 = y0 + [0.004, 0.003, -0.003]
+    tris = np.concatenate([cloth, body + V])
+    P0, P1 = np.concatenate([x0, y0]), np.concatenate([x1, y0])
+    f = mesh_features(tris, len(P0))
+    group = np.repeat([-1, 0], [V, len(y0)])
+    tester = PairTester(f.tris, f.own_vertices, f.own_edges, f.edges, group, 0.001, 0.3,
+                        np.array([gap]), np.array([0.3]))
+    a, b = np.meshgrid(np.arange(T), np.arange(T, len(tris)), indexing="ij")
+    pairs = np.stack([a.ravel(), b.ravel()], axis=1).astype(np.int64)
+    idx, rec = tester.run(NEARBY, pairs, P0, P1, np.concatenate([np.ones(V), np.zeros(len(y0))]))
+    lo, hi = np.minimum(P0, P1), np.maximum(P0, P1)
+    expect = {(v, *map(int, t)) for v in range(V) for t in body + V
+              if np.all(lo[v] <= hi[t].max(axis=0) + gap) and np.all(lo[t].min(axis=0)
+                                                                     <= hi[v] + gap)}
+    assert {tuple(map(int, i)) for i in idx} == expect
+    assert len(expect) > 20
+    assert len(idx) == len(expect)

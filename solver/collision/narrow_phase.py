@@ -11,9 +11,11 @@ vertex. Each test produces a contact record:
         friction coefficient, and the velocity of the other side U (3) [m/s] (zero here: a mesh
         collider's motion is in its vertices' velocities).
 
-NEARBY (for the implicit solve's contact prediction): every pair within its contact distance
-of the swept boxes, with its closest points at the start, whatever its motion (the caller
-picks and predicts).
+NEARBY (for the implicit solve's contact prediction): every cloth vertex against every mesh
+collider face within its contact distance of the swept boxes, with its closest points at the
+start, whatever its motion (the caller picks and predicts). The other feature pairs were once
+tested and dropped by the caller: 2.2 of the 4k sphere-mesh bake's 14.6 s over 120 frames
+went to the narrow phase, 1.2 s with them skipped (measured).
 REPULSION (Bridson's repulsion stage, after a step): cloth/collider pairs that end the step
 closer than their contact distance ask for it along the direction between their closest points
 at the end. The start normal would be wrong there: when cloth slides over a faceted collider
@@ -268,6 +270,8 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
             for side in range(2):
                 S, F = (A, B) if side == 0 else (B, A)
                 f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
+                if mode == NEARBY and (group[f0] < 0 or group[tris[S, 0]] >= 0):
+                    continue  # the prediction wants cloth vertices against collider faces
                 for k in range(3):
                     v = own_v[S, k]
                     if v < 0 or v == f0 or v == f1 or v == f2 \
@@ -278,7 +282,7 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
                     if flags:
                         n, m = _keep(flags, v, f0, f1, f2, rec, crec, out_i, out_f, n,
                                      cout_i, cout_f, m, base, cap)
-            for k in range(3):
+            for k in range(3 if mode != NEARBY else 0):
                 e = own_e[A, k]
                 if e < 0:
                     continue

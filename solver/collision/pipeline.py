@@ -294,9 +294,8 @@ class CollisionHandler:
             P0 = np.concatenate([x0, c0.mesh_positions])
             U = np.concatenate([v_pred, (c1.mesh_positions - c0.mesh_positions) / h])
             im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
+            # cloth vertices against collider faces (the only pairs NEARBY reports)
             idx, rec = self._detect(NEARBY, P0, U, im, h, with_self=False)
-            keep = (idx[:, 0] < V) & (idx[:, 1] >= V)  # cloth vertex against a collider face
-            idx, rec = idx[keep], rec[keep]
             # per vertex and collider, the face closest at the start: the direction to a farther
             # face's closest point (on its boundary) runs along the surface, and predicting
             # along it made cloth sliding over a faceted sphere look as if it dived in; the
