@@ -158,9 +158,7 @@ class CollisionHandler:
         # (cloth on cloth on a collider) support each other
         if moved is not None:
             moved = np.concatenate([moved, np.zeros(len(U) - V, bool)]).astype(np.uint8)
-        start = (x0, c0)  # the same objects in a repeated resolve: its pairs may be reused
-        idx, rec, _, pending = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved,
-                                              start)
+        idx, rec, _, pending = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved)
         stats.contacts += len(idx)
         pushed = np.zeros(len(U), np.uint8)
         if len(idx):
@@ -180,7 +178,7 @@ class CollisionHandler:
         hits = 0
         for _ in range(CCD_ROUNDS):
             idx, rec, _, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0,
-                                            c1, retest, start, known=pending)
+                                            c1, retest, known=pending)
             pending = None
             hits = len(idx)
             if hits == 0:
@@ -194,7 +192,7 @@ class CollisionHandler:
             zones = ImpactZones(len(P0))
             for rnd in range(ZONE_ROUNDS + 1):
                 idx, rec, analytic, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im,
-                                                       h, c0, c1, start=start)
+                                                       h, c0, c1)
                 if len(idx) == 0:
                     break
                 if rnd == ZONE_ROUNDS:
@@ -209,11 +207,10 @@ class CollisionHandler:
         v1[:] = W[:V]
         return stats
 
-    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, start=None,
-                  known=None):
+    def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, known=None):
         """All contacts (REPULSION) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
         (idx, records, True where a record is against a sphere or plane, pending); the spheres
-        and planes ask for analytic_scale times their gap; moved, start: see _detect.
+        and planes ask for analytic_scale times their gap; moved: see _detect.
         REPULSION also finds the mesh pairs' collisions on the same path: pending = (idx,
         records) of those (None without mesh pairs). CONTINUOUS: ``known`` (idx, records) are
         mesh collisions found already, and only mesh pairs with a point flagged in ``moved``
@@ -239,11 +236,11 @@ class CollisionHandler:
             if known is not None:
                 parts.append(known)
             if mode == REPULSION:
-                found, pending = self._detect(mode, P0, U, im, h, moved=moved, start=start,
+                found, pending = self._detect(mode, P0, U, im, h, moved=moved,
                                               with_collisions=True)
                 parts.append(found)
             elif moved is None or moved.any():
-                parts.append(self._detect(mode, P0, U, im, h, moved=moved, start=start))
+                parts.append(self._detect(mode, P0, U, im, h, moved=moved))
         if not parts:
             return np.zeros((0, 4), np.int64), np.zeros((0, RECORD)), np.zeros(0, bool), pending
         idx = np.concatenate([p[0] for p in parts])
@@ -321,28 +318,29 @@ class CollisionHandler:
             groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
         return merge_deepest(groups)
 
-    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, start=None,
-                with_collisions=False):
+    def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, with_collisions=False):
         """Contacts (REPULSION, NEARBY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U;
         with ``moved`` (N,) only pairs with a point flagged there. with_collisions
         (REPULSION): (contacts, collisions), both (idx, records).
 
-        The candidate triangle pairs come from boxes grown by SLACK and are reused while no
-        end position has moved more than SLACK since and the start is the same (the objects
-        in ``start``, by default P0): a later round of the same step, or a repeated resolve
-        of it, then needs no tree query."""
+        The candidate triangle pairs come from boxes grown by SLACK and are reused while the
+        start P0 is the same (by value) and no end position has moved more than SLACK since: a
+        later round of the same step, a repeated resolve of it, or the resolve after the
+        implicit solve's last contact prediction (its path is the solved one) then needs no
+        tree query. Over 48 frames of a 4k cloth on a sphere mesh, value keys let 137 of 441
+        calls reuse pairs, where object identity let 26 (measured)."""
         P1 = P0 + h * U
         V = self.V
-        key = (P0,) if start is None else tuple(start)
+        with_self = with_self and self.self_collision
         cache = self._pair_cache
-        if cache is not None and len(cache[0]) == len(key) \
-                and all(a is b for a, b in zip(cache[0], key)) and cache[1] == with_self \
-                and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK:
+        if cache is not None and cache[1] == with_self and cache[0].shape == P0.shape \
+                and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK \
+                and np.array_equal(cache[0], P0):
             pairs = cache[3]
         else:
             self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
             pairs = []
-            if self.self_collision and with_self:
+            if with_self:
                 pairs.append(self.cloth_tree.self_pairs())
             if self.colliders.has_mesh:
                 self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad + SLACK)
@@ -350,7 +348,7 @@ class CollisionHandler:
                 cross[:, 1] += self.T
                 pairs.append(cross)
             pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
-            self._pair_cache = (key, with_self, P1, pairs)
+            self._pair_cache = (P0.copy(), with_self, P1, pairs)
         if with_collisions:
             return self.tester.run_with_collisions(pairs, P0, P1, im, moved)
         return self.tester.run(mode, pairs, P0, P1, im, moved)
