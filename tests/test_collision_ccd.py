@@ -319,3 +319,21 @@ def test_the_contact_prediction_pass_pairs_cloth_vertices_with_collider_faces_on
     assert {tuple(map(int, i)) for i in idx} == expect
     assert len(expect) > 20
     assert len(idx) == len(expect)
+
+
+def test_closest_record_per_vertex_and_collider_matches_a_stable_sort():
+    """The contact prediction keeps, per cloth vertex and collider, the face closest at the
+    start: the one-pass kernel picks what a stable sort by (vertex, collider, distance) keeping
+    each pair's first record picks, ties included."""
+    from solver.collision.narrow_phase import closest_per_vertex
+
+    rng = np.random.default_rng(3)
+    vertex = rng.integers(0, 40, 500)
+    group = rng.integers(0, 3, 500)
+    d0 = rng.integers(0, 6, 500) * 1e-3  # many ties
+    order = np.lexsort((d0, group, vertex))
+    first = np.ones(len(order), bool)
+    first[1:] = (vertex[order[1:]] != vertex[order[:-1]]) | (group[order[1:]]
+                                                              != group[order[:-1]])
+    np.testing.assert_array_equal(closest_per_vertex(vertex, group, d0, 40, 3), order[first])
+    assert len(closest_per_vertex(vertex[:0], group[:0], d0[:0], 40, 3)) == 0

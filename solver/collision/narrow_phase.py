@@ -332,6 +332,30 @@ def _compact(out_i, out_f, counts, cap):
     return ri, rf
 
 
+@njit
+def closest_per_vertex(vertex, group, d0, vertex_count, group_count):
+    """For each (vertex, group) pair that has records, the index of its record with the
+    smallest start separation d0 (the first on ties), in vertex-then-group order: what a stable
+    sort by (vertex, group, d0) keeping each pair's first record gives, in one pass.
+    vertex, group: (K,) ints in [0, vertex_count) and [0, group_count); d0: (K,) [m]."""
+    best = -np.ones((vertex_count, group_count), np.int64)
+    n = 0
+    for k in range(vertex.shape[0]):
+        b = best[vertex[k], group[k]]
+        if b < 0:
+            n += 1
+        if b < 0 or d0[k] < d0[b]:
+            best[vertex[k], group[k]] = k
+    out = np.empty(n, np.int64)
+    n = 0
+    for v in range(vertex_count):
+        for g in range(group_count):
+            if best[v, g] >= 0:
+                out[n] = best[v, g]
+                n += 1
+    return out
+
+
 class PairTester:
     """Runs the proximity or continuous tests over candidate triangle pairs.
 

@@ -31,7 +31,7 @@ from .features import mesh_features
 from .impact_zones import ImpactZones
 from .intersections import RAY, analytic_depth, count_intersecting_pairs, mesh_depth
 from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NEARBY, NX, RECORD, REPULSION, UX,
-                           PairTester)
+                           PairTester, closest_per_vertex)
 from .response import apply_contacts
 
 PROXIMITY_PASSES = 20   # most Gauss–Seidel sweeps over the proximity contacts
@@ -109,6 +109,7 @@ class CollisionHandler:
         self.features = mesh_features(tris, V + Vc)
         f = self.features
         self.group = np.concatenate([np.full(V, -1, np.int64), c.mesh_group])
+        self._mesh_count = int(self.group.max()) + 1
         self.mass = np.concatenate([model.mass, np.zeros(Vc)])
         self.tester = PairTester(f.tris, f.own_vertices, f.own_edges, f.edges, self.group,
                                  m.thickness, m.friction, c.mesh_gap, c.mesh_mu)
@@ -298,12 +299,9 @@ class CollisionHandler:
             # along it made cloth sliding over a faceted sphere look as if it dived in; the
             # deepest of those predictions was kept (measured: a vertex 9 cm above the sphere
             # held by a sideways contact, 119% strain)
-            grp = self.group[idx[:, 1]]
-            order = np.lexsort((rec[:, D0], grp, idx[:, 0]))
-            first = np.ones(len(order), bool)
-            first[1:] = (idx[order[1:], 0] != idx[order[:-1], 0]) | (grp[order[1:]]
-                                                                       != grp[order[:-1]])
-            idx, rec = idx[order[first]], rec[order[first]]
+            pick = closest_per_vertex(idx[:, 0], self.group[idx[:, 1]], rec[:, D0], V,
+                                      self._mesh_count)
+            idx, rec = idx[pick], rec[pick]
             n = rec[:, NX:NX + 3]
             w = rec[:, :4]
             surface = -np.einsum("kj,kjd->kd", w[:, 1:], U[idx[:, 1:]])
