@@ -227,7 +227,7 @@ class IncompleteCholesky:
         # Consecutive matrices need similar shifts: start at the last factor's shift, and try
         # one lower once it has held SHIFT_HOLD times (see SHIFT_HOLD)
         probe = self._first_shift > 0 and self._held >= SHIFT_HOLD
-        start = self._first_shift - probe
+        start = self._first_shift - 1 if probe else self._first_shift
         for k in range(start, len(SHIFTS)):
             if ic0_block_factor(*args, SHIFTS[k], *out):
                 self._held = self._held + 1 if k == start and not probe else 0
