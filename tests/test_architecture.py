@@ -26,3 +26,22 @@ def test_solver_never_imports_blender_or_itself_absolutely():
             assert root not in FORBIDDEN, f"{f.name} imports {name}"
             if level == 0:
                 assert root != "solver", f"{f.name}: absolute self-import {name} (use relative)"
+
+
+def test_importing_the_solver_shortens_openmp_spinning_unless_the_user_chose():
+    """solver/_jit.py sets libgomp's spin count before numba loads it (a bake beside other busy
+    processes collapsed with the default; see the comment there), but never overrides a
+    user's own GOMP_SPINCOUNT or OMP_WAIT_POLICY."""
+    import os
+    import subprocess
+    import sys
+
+    root = SOLVER.parent
+    probe = "import os, solver.simulation; print(os.environ.get('GOMP_SPINCOUNT'))"
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    cases = [({}, "3000"), ({"GOMP_SPINCOUNT": "7"}, "7"),
+             ({"OMP_WAIT_POLICY": "passive"}, "None")]
+    for extra, expect in cases:
+        out = subprocess.run([sys.executable, "-c", probe], cwd=root, env={**base, **extra},
+                             capture_output=True, text=True, check=True).stdout.split()[-1]
+        assert out == expect, (extra, out)
