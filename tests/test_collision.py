@@ -309,6 +309,46 @@ def test_a_repeated_resolve_tests_the_pairs_whose_points_moved():
     np.testing.assert_array_equal(x1, through)
 
 
+def test_self_contact_substeps_count_only_edges_in_self_contact():
+    """The implicit model takes more substeps when edges in self-contact move fast relative to
+    their length; a fast edge with no end in self-contact on the last step adds none, and the
+    pipeline's marks are exactly the cloth vertices of its cloth–cloth contacts."""
+    from solver.collision.pipeline import CollisionHandler
+    from solver.model import build_model
+    from solver.registry import make_solver
+
+    sheet = grid_mesh((0.6, 0.6), (7, 7), (0.0, 0.0, 0.0))
+    flap = PolyMesh.from_faces([(-0.02, -0.02, 0.001), (0.03, -0.01, 0.001), (0.0, 0.03, 0.001)],
+                               [(0, 1, 2)])
+    model = build_model([ClothSetup(sheet, CLOTH), ClothSetup(flap, CLOTH)])
+    handler = CollisionHandler(model, (), True, 24.0, 1)
+    solver = make_solver(model, SolverSettings(model="implicit", self_collision=True),
+                         np.array([0.0, 0.0, -G]))
+    solver.collisions = handler
+    frame_dt = 1.0 / 24.0
+    b, a = model.edges[0]  # b: the sheet's corner; the flap lies 1 mm above its middle
+    assert np.linalg.norm(model.rest_positions[b]) > 0.4
+    solver.v[b] = (4.0 * model.edge_rest_length[0] / frame_dt, 0.0, 0.0)  # 4 lengths a frame
+    assert solver._substeps_for_self_contact(frame_dt, 2) == 2  # nothing touched yet
+    x0 = model.rest_positions.copy()
+    state = handler.colliders.state(0)
+    stats = handler.resolve(x0, x0.copy(), np.zeros_like(x0), 1.0 / model.mass, frame_dt,
+                            state, state)
+    assert stats.contacts > 0
+    flap_vertices = np.arange(model.vertex_count - 3, model.vertex_count)
+    marked = np.nonzero(handler.self_contact_vertices)[0]
+    assert set(flap_vertices) <= set(marked) and len(marked) < model.vertex_count
+    assert not handler.self_contact_vertices[[a, b]].any()
+    assert solver._substeps_for_self_contact(frame_dt, 2) == 2
+    handler.self_contact_vertices[a] = True
+    assert solver._substeps_for_self_contact(frame_dt, 2) == 8  # 4 lengths / 0.5 per step
+    apart = x0.copy()
+    apart[flap_vertices, 2] += 0.05
+    handler.resolve(apart, apart.copy(), np.zeros_like(x0), 1.0 / model.mass, frame_dt, state,
+                    state)
+    assert not handler.self_contact_vertices.any()  # a full resolve starts the marks afresh
+
+
 def test_the_self_intersection_check_sees_a_strip_without_self_collision():
     # Control for the test above: the same pile without self-collision passes through itself,
     # and the report's independent triangle test counts it.

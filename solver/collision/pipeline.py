@@ -117,6 +117,8 @@ class CollisionHandler:
         rest = c.state(0).mesh_positions
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
         self._pair_cache = None
+        # cloth vertices in a cloth–cloth contact or collision on the last resolved path
+        self.self_contact_vertices = np.zeros(V, bool)
         self._cloth_pad = np.full(self.T, 0.5 * m.thickness)
         self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
             if c.has_mesh else np.zeros(0)
@@ -159,7 +161,11 @@ class CollisionHandler:
         # (cloth on cloth on a collider) support each other
         if moved is not None:
             moved = np.concatenate([moved, np.zeros(len(U) - V, bool)]).astype(np.uint8)
-        idx, rec, _, pending = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1, moved)
+        idx, rec, analytic, pending = self._contacts(REPULSION, 1.0, P0, U, im, h, c0, c1,
+                                                     moved)
+        if moved is None:  # every pair is tested: the marks start afresh
+            self.self_contact_vertices[:] = False
+        self._mark_self_contacts(idx, analytic)
         stats.contacts += len(idx)
         pushed = np.zeros(len(U), np.uint8)
         if len(idx):
@@ -178,8 +184,9 @@ class CollisionHandler:
             pending = (pending[0][keep], pending[1][keep])
         hits = 0
         for _ in range(CCD_ROUNDS):
-            idx, rec, _, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im, h, c0,
-                                            c1, retest, known=pending)
+            idx, rec, analytic, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im,
+                                                   h, c0, c1, retest, known=pending)
+            self._mark_self_contacts(idx, analytic)
             pending = None
             hits = len(idx)
             if hits == 0:
@@ -207,6 +214,15 @@ class CollisionHandler:
         x1[:] = x0 + h * U[:V]
         v1[:] = W[:V]
         return stats
+
+    def _mark_self_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
+        """Add the cloth vertices of cloth–cloth records (idx (K, 4), analytic (K,) bool) to
+        self_contact_vertices."""
+        if not self.self_collision or len(idx) == 0:
+            return
+        rows = idx[~analytic]
+        rows = rows[np.all(rows < self.V, axis=1)]  # no collider-mesh point
+        self.self_contact_vertices[rows.reshape(-1)] = True
 
     def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, known=None):
         """All contacts (REPULSION) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:
