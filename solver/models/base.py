@@ -36,11 +36,12 @@ CONTACT_RESOLVE = 0.05  # re-solve only when the solved path reaches this many n
 # implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS). Only edges with
 # an end in self-contact on the last step count: the pushes act there, and counting every edge
 # let cloth sliding fast off a sphere, nowhere near its other layers, set 3-10 substeps
-# (measured on the sphere drape with self-collision, 24 frames: 49x49 1.96 -> 1.44 s,
-# 65x65 3.3 -> 2.6-3.1 s, 97x97 14.6 -> 9.1 s, 129x129 16.5 -> 14.2 s; the same 5.1% max
-# strain, mean strain 0.22-0.40% either way, no penetration or self-intersection). The 1 m strip
-# piling onto the floor (tests/test_collision.py) took 131 instead of 120 substeps over 36 frames
-# on its changed path, and its largest mean strain fell from 7.1% to 4.4%.
+# (measured on the sphere drape with self-collision, 24 frames: 49x49 1.96 -> 1.44 s, 65x65
+# 3.2-4.0 -> 2.8-3.6 s in four alternating pairs, 97x97 14.6 -> 9.1 s, 129x129 17.5-18.6 ->
+# 15.4 s in two; the same 5.1% max strain, mean strain 0.2-0.4% either way, no penetration or
+# self-intersection). The 1 m strip piling onto the floor (tests/test_collision.py) took a
+# different path: 131 instead of 120 substeps over 36 frames, its largest mean strain 7.1% ->
+# 4.4% (docs/benchmarks.md, "Session 9").
 SELF_CONTACT_MOTION = 0.5
 MAX_SELF_CONTACT_SUBSTEPS = 16
 # The collision pipeline's pushes act on single vertices and can stretch their edges far past
