@@ -290,6 +290,30 @@ def test_the_proximity_pass_reports_the_continuous_collisions_of_the_same_path()
             np.testing.assert_allclose(got[1], rec, rtol=0, atol=1e-15)
 
 
+def test_a_flagged_pass_finds_what_the_full_pass_finds_at_the_flagged_points():
+    """With points flagged, the proximity and continuous passes report exactly the records of
+    the full pass whose feature pair has a flagged point: the flagged pass computes only its
+    kept pairs' boxes, and those must be the boxes the full pass uses."""
+    from solver.collision.narrow_phase import CONTINUOUS, REPULSION
+
+    rng = np.random.default_rng(9)
+    tris, x0, x1 = _crumpled_sheet(rng, n=8)
+    f, tester = _tester(tris, len(x0), 0.003)
+    pairs = _all_pairs(len(f.tris))
+    im = np.ones(len(x0))
+    flags = (rng.random(len(x0)) < 0.1).astype(np.uint8)
+    for mode in (REPULSION, CONTINUOUS):
+        idx, rec = tester.run(mode, pairs, x0, x1, im, flags)  # first: no boxes left over
+        full_idx, full_rec = tester.run(mode, pairs, x0, x1, im)
+        keep = flags[full_idx].any(axis=1)
+        assert 0 < len(idx) == keep.sum() < len(full_idx)
+        got = {_feature_key(i): r for i, r in zip(idx, rec)}
+        expect = {_feature_key(i): r for i, r in zip(full_idx[keep], full_rec[keep])}
+        assert got.keys() == expect.keys()
+        for key, r in got.items():
+            np.testing.assert_array_equal(r, expect[key])
+
+
 def test_the_contact_prediction_pass_pairs_cloth_vertices_with_collider_faces_only():
     """NEARBY (the implicit solve's contact prediction) reports every cloth vertex against every
     collider face whose path boxes come within the contact distance, and nothing else: no

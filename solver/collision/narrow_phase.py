@@ -69,25 +69,34 @@ def ccd_tolerance(contact_distance):
     return np.maximum(0.1 * contact_distance, MIN_DISTANCE)
 
 
+@njit(inline="always")
+def _path_box(x0, x1, points, out):
+    """out = [lo (3), hi (3)] of the straight paths x0 → x1 of the given points."""
+    for r in range(3):
+        lo, hi = np.inf, -np.inf
+        for i in points:
+            lo = min(lo, x0[i, r], x1[i, r])
+            hi = max(hi, x0[i, r], x1[i, r])
+        out[r], out[3 + r] = lo, hi
+
+
 @njit(parallel=True)
-def swept_boxes(x0, x1, tris, edges, point_box, tri_box, edge_box):
-    """Boxes [lo (3), hi (3)] of the points' straight paths x0 → x1, (N, 6), and of the
-    triangles' (T, 6) and edges' (E, 6) that they span."""
-    for i in prange(x0.shape[0]):
-        for r in range(3):
-            point_box[i, r] = min(x0[i, r], x1[i, r])
-            point_box[i, 3 + r] = max(x0[i, r], x1[i, r])
+def swept_boxes(x0, x1, tris, own_v, own_e, edges, used, point_box, tri_box, edge_box):
+    """Boxes [lo (3), hi (3)] of the straight paths x0 → x1 of the triangles flagged in used
+    (T,) (all of them if used is empty), (T, 6), and of the points (N, 6) and edges (E, 6)
+    those triangles own (features.py); the other rows are left as they were."""
+    every = used.shape[0] == 0
     for t in prange(tris.shape[0]):
-        a, b, c = tris[t, 0], tris[t, 1], tris[t, 2]
-        for r in range(3):
-            tri_box[t, r] = min(point_box[a, r], point_box[b, r], point_box[c, r])
-            tri_box[t, 3 + r] = max(point_box[a, 3 + r], point_box[b, 3 + r],
-                                    point_box[c, 3 + r])
-    for e in prange(edges.shape[0]):
-        a, b = edges[e, 0], edges[e, 1]
-        for r in range(3):
-            edge_box[e, r] = min(point_box[a, r], point_box[b, r])
-            edge_box[e, 3 + r] = max(point_box[a, 3 + r], point_box[b, 3 + r])
+        if not (every or used[t]):
+            continue
+        _path_box(x0, x1, (tris[t, 0], tris[t, 1], tris[t, 2]), tri_box[t])
+        for k in range(3):
+            v = own_v[t, k]
+            if v >= 0:
+                _path_box(x0, x1, (v, v), point_box[v])
+            e = own_e[t, k]
+            if e >= 0:
+                _path_box(x0, x1, (edges[e, 0], edges[e, 1]), edge_box[e])
 
 
 @njit(inline="always")
@@ -304,16 +313,22 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
         ccounts[c] = m
 
 
-@njit
+@njit(parallel=True)
 def pairs_with_flagged(pairs, tris, flags):
-    """The triangle pairs (P, 2) with a point flagged in flags (N,) (uint8)."""
+    """The triangle pairs (P, 2) with a point flagged in flags (N,) (uint8), and the triangles
+    (T,) bool that those pairs hold."""
     hit = np.zeros(tris.shape[0], np.bool_)
-    for t in range(tris.shape[0]):
+    for t in prange(tris.shape[0]):
         hit[t] = flags[tris[t, 0]] or flags[tris[t, 1]] or flags[tris[t, 2]]
     keep = np.empty(pairs.shape[0], np.bool_)
-    for p in range(pairs.shape[0]):
+    for p in prange(pairs.shape[0]):
         keep[p] = hit[pairs[p, 0]] or hit[pairs[p, 1]]
-    return pairs[keep]
+    kept = pairs[keep]
+    used = np.zeros(tris.shape[0], np.bool_)
+    for p in range(kept.shape[0]):
+        used[kept[p, 0]] = True
+        used[kept[p, 1]] = True
+    return kept, used
 
 
 @njit
@@ -378,6 +393,7 @@ class PairTester:
             self.group_mu = np.zeros(1)
         self._cap = 64
         self._all = np.zeros(0, np.uint8)  # "no filter"
+        self._every = np.zeros(0, np.bool_)  # "every triangle"
 
     def run(self, mode: int, pairs: np.ndarray, x0: np.ndarray, x1: np.ndarray,
             inv_mass: np.ndarray, moved: np.ndarray | None = None
@@ -395,17 +411,22 @@ class PairTester:
 
     def _run(self, mode, with_ccd, pairs, x0, x1, inv_mass, moved):
         none = (np.zeros((0, 4), np.int64), np.zeros((0, RECORD)))
+        used = self._every
         if moved is None:
             moved = self._all
         elif len(pairs):  # only pairs with a flagged triangle (a repeated resolve flags ~1%)
-            pairs = pairs_with_flagged(pairs, self.tris, moved)
+            pairs, used = pairs_with_flagged(pairs, self.tris, moved)
         if len(pairs) == 0:
             return none, none
         counts = np.zeros(_CHUNKS, np.int64)
         ccounts = np.zeros(_CHUNKS, np.int64)
         boxes = (np.empty((len(x0), 6)), np.empty((len(self.tris), 6)),
                  np.empty((len(self.edges), 6)))
-        swept_boxes(x0, x1, self.tris, self.edges, *boxes)
+        # only the boxes of the pairs' features: a filtered pass (the CCD rounds after pushes
+        # and the resolves after the strain limiter, 1,797 of 1,982 calls over 40 frames of
+        # the 4k self-collision drape) keeps a median 4% of the pairs, on 6% of the triangles;
+        # its narrow phase went 1.16-1.64 -> 0.98-1.08 s over those 40 frames (measured)
+        swept_boxes(x0, x1, self.tris, self.own_v, self.own_e, self.edges, used, *boxes)
         while True:
             size = _CHUNKS * self._cap
             out_i, out_f = np.empty((size, 4), np.int64), np.empty((size, RECORD))
