@@ -270,17 +270,22 @@ def test_the_narrow_phase_finds_every_feature_pair_that_touches():
     assert found_any > 10  # the sample exercises collisions
 
 
+def _flagged_sheet(seed, share):
+    """A crumpled 8 x 8 sheet's tester, all its triangle pairs, its path x0 -> x1, unit inverse
+    masses and flags on a random share of its points."""
+    rng = np.random.default_rng(seed)
+    tris, x0, x1 = _crumpled_sheet(rng, n=8)
+    f, tester = _tester(tris, len(x0), 0.003)
+    flags = (rng.random(len(x0)) < share).astype(np.uint8)
+    return tester, _all_pairs(len(f.tris)), x0, x1, np.ones(len(x0)), flags
+
+
 def test_the_proximity_pass_reports_the_continuous_collisions_of_the_same_path():
     """run_with_collisions (one pass) returns what the proximity and the continuous passes
     return separately, with and without flagged points."""
     from solver.collision.narrow_phase import CONTINUOUS, REPULSION
 
-    rng = np.random.default_rng(8)
-    tris, x0, x1 = _crumpled_sheet(rng, n=8)
-    f, tester = _tester(tris, len(x0), 0.003)
-    pairs = _all_pairs(len(f.tris))
-    im = np.ones(len(x0))
-    flags = (rng.random(len(x0)) < 0.2).astype(np.uint8)
+    tester, pairs, x0, x1, im, flags = _flagged_sheet(seed=8, share=0.2)
     for moved in (None, flags):
         contacts, collisions = tester.run_with_collisions(pairs, x0, x1, im, moved)
         for got, mode in ((contacts, REPULSION), (collisions, CONTINUOUS)):
@@ -296,12 +301,7 @@ def test_a_flagged_pass_finds_what_the_full_pass_finds_at_the_flagged_points():
     kept pairs' boxes, and those must be the boxes the full pass uses."""
     from solver.collision.narrow_phase import CONTINUOUS, REPULSION
 
-    rng = np.random.default_rng(9)
-    tris, x0, x1 = _crumpled_sheet(rng, n=8)
-    f, tester = _tester(tris, len(x0), 0.003)
-    pairs = _all_pairs(len(f.tris))
-    im = np.ones(len(x0))
-    flags = (rng.random(len(x0)) < 0.1).astype(np.uint8)
+    tester, pairs, x0, x1, im, flags = _flagged_sheet(seed=9, share=0.1)
     for mode in (REPULSION, CONTINUOUS):
         idx, rec = tester.run(mode, pairs, x0, x1, im, flags)  # first: no boxes left over
         full_idx, full_rec = tester.run(mode, pairs, x0, x1, im)
