@@ -229,18 +229,13 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         t = time.perf_counter()
         sc.frame_set(f)
         ms.append((time.perf_counter() - t) * 1e3)
+        pos = _world_positions(obj, bpy.context.evaluated_depsgraph_get())
+        if pos.shape != rest.shape:
+            raise RuntimeError(f"evaluated mesh has {pos.shape[0]} vertices, "
+                               f"expected {rest.shape[0]}")
+        strain = edge_strain(pos, rest, edges)
         if f > 1:
-            pos = _world_positions(obj, bpy.context.evaluated_depsgraph_get())
-            if pos.shape != rest.shape:
-                raise RuntimeError(f"evaluated mesh has {pos.shape[0]} vertices, "
-                                   f"expected {rest.shape[0]}")
-            worst_strain = max(worst_strain, float(edge_strain(pos, rest, edges).max()))
-
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    pos = _world_positions(obj, depsgraph)
-    if pos.shape != rest.shape:
-        raise RuntimeError(f"evaluated mesh has {pos.shape[0]} vertices, expected {rest.shape[0]}")
-    strain = edge_strain(pos, rest, edges)
+            worst_strain = max(worst_strain, float(strain.max()))
     pos32 = np.ascontiguousarray(pos, dtype=np.float32)
     sim = np.asarray(ms[1:])
     out = {
