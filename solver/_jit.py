@@ -10,6 +10,8 @@ Set ``NUMBA_DISABLE_JIT=1`` to run every kernel as plain Python (slow, but debug
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 
 import numba
@@ -37,6 +39,67 @@ if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "3000"
 
 FASTMATH = {"nsz", "arcp", "contract", "afn"}
+
+# The solver's own folder: only kernels defined below it get content-stamped caches.
+SOLVER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@functools.lru_cache(maxsize=None)
+def _content_hash(path: str, mtime: float, size: int) -> bytes:
+    # mtime and size are part of the key so that a file edited while the process runs is read
+    # again; the stamp itself depends on the content only.
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).digest()
+
+
+class _ContentStamp:
+    """Mixin for numba's source-file cache locators: the index is stamped with a hash of the
+    source file instead of its (mtime, size). Extracting the same extension zip again (a
+    reinstall) gives every file a new mtime, with which numba 0.56 (Debian's) throws the whole
+    cache away and compiles everything again (tens of seconds to minutes)."""
+
+    solver_dir = SOLVER_DIR
+
+    def get_source_stamp(self):
+        st = os.stat(self._py_file)
+        return _content_hash(self._py_file, st.st_mtime, st.st_size)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not os.path.abspath(py_file).startswith(cls.solver_dir + os.sep):
+            return None  # someone else's kernel: numba's own locators as usual
+        return super().from_function(py_func, py_file)
+
+
+def _install_content_stamps() -> str:
+    """Put content-stamped locators for the solver's files in front of numba's own.
+
+    Returns "installed", or "unavailable" where numba's caching internals are not the ones
+    known here (0.56 to 0.68); numba's default stamps are then used. numba 0.68 itself stamps
+    by a SHA-256 of the content, the same stamp as here, so its caches and ours are the same.
+    """
+    try:
+        from numba.core import caching
+    except ImportError:
+        return "unavailable"
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    locators = getattr(impl, "_locator_classes", None)
+    mixin = getattr(caching, "_SourceFileBackedLocatorMixin", None)
+    if not isinstance(locators, list) or mixin is None:
+        return "unavailable"
+    if any(getattr(c, "solver_dir", None) == SOLVER_DIR for c in locators):
+        return "installed"  # this file imported again (an add-on reload)
+    # Each copy of the solver in the process (the add-on's and a checkout's) adds its own.
+    ours = [type(f"ContentStamped{base.__name__.lstrip('_')}", (_ContentStamp, base),
+                 {"solver_dir": SOLVER_DIR})
+            for base in locators if issubclass(base, mixin) and not hasattr(base, "solver_dir")
+            # only those stamping a plain file (numba 0.68's zip locator stamps its own way)
+            and getattr(base, "get_source_stamp", None) is mixin.get_source_stamp]
+    locators[:0] = ours
+    return "installed"
+
+
+CACHE_STAMPS = _install_content_stamps()
 
 
 def njit(*args, parallel: bool = False, **kwargs):
