@@ -17,20 +17,27 @@ from typing import Any
 
 import numpy as np
 
+from . import __version__
 from .params import ParameterError
 from .presets import list_presets, preset_info
 from .scene import SceneError, load_scene
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m solver") -> int:
     """Run the command line; returns the exit status."""
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     return args.command(args)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m solver",
+def entry_point() -> None:
+    """The ``cloth-solver`` command that ``pip install .`` puts on PATH."""
+    raise SystemExit(main(prog="cloth-solver"))
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog,
                                      description="Cloth solver (SI units) without Blender.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
     run = commands.add_parser("run", help="simulate a scene file")
@@ -43,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
 
     presets = commands.add_parser("presets", help="list the material presets")
     presets.set_defaults(command=_presets)
+
+    warmup = commands.add_parser(
+        "warmup", help="compile (or load) every kernel a bake uses into numba's cache")
+    warmup.add_argument("--expect", metavar="KEY",
+                        help="stop (status 3) unless this Python's cache key is KEY")
+    warmup.set_defaults(command=_warmup)
     return parser
 
 
@@ -73,6 +86,12 @@ def _run(args: argparse.Namespace) -> int:
     if result.error:
         return _fail(result.error, 1)
     return 0
+
+
+def _warmup(args: argparse.Namespace) -> int:
+    from .warmup import run  # imported late: it loads numba
+
+    return run(expect=args.expect, log=lambda text: print(text, file=sys.stderr, flush=True))
 
 
 def _presets(args: argparse.Namespace) -> int:

@@ -27,8 +27,11 @@ _PRESET_KEYS = {"name": True, "description": False}  # key -> required
 
 
 def preset_dir() -> Path:
-    """The bundled presets directory (works in the repository and inside the add-on)."""
-    return Path(__file__).resolve().parent.parent / "presets"
+    """The shipped presets: ``presets/`` beside the package in the repository and the add-on,
+    ``bundled_presets/`` inside it once installed with pip (pyproject.toml)."""
+    here = Path(__file__).resolve().parent
+    beside = here.parent / "presets"
+    return beside if beside.is_dir() else here / "bundled_presets"
 
 
 def list_presets(directory=None) -> list[str]:

@@ -8,6 +8,8 @@ import tomllib
 from collections import defaultdict
 from pathlib import Path
 
+import solver
+
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = tomllib.loads((ROOT / "blender_manifest.toml").read_text(encoding="utf-8"))
 
@@ -27,7 +29,8 @@ def test_versions_agree():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     version = MANIFEST["version"]
     assert ".".join(map(str, _bl_info()["version"])) == version
-    assert pyproject["project"]["version"] == version
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "solver.__version__"}
+    assert solver.__version__ == version
     assert MANIFEST["id"] == "cloth_solver"
 
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The other Blenders the tests run in, each as the bpy wheel in its own virtual environment:
+# Blender 4.2 LTS (Python 3.11, .venv-bpy42) and Blender 5.2 LTS (Python 3.13, .venv-bpy52).
+# Python 3.13 is found as $PYTHON313, python3.13 on PATH, or an installed pyenv 3.13.x.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+find_python313() {
+    if [ -n "${PYTHON313:-}" ]; then echo "$PYTHON313"; return; fi
+    if command -v python3.13 >/dev/null; then command -v python3.13; return; fi
+    if command -v pyenv >/dev/null; then
+        local version
+        version=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.13(\.[0-9]+)?$' | sort -V | tail -n 1)
+        if [ -n "$version" ]; then PYENV_VERSION=$version pyenv which python3.13; return; fi
+    fi
+    echo "setup_blenders: Python 3.13 is needed for the Blender 5.2 tests (the bpy 5.2 wheel" \
+         "is built for it) and none was found: install it (for example 'pyenv install 3.13')" \
+         "or set PYTHON313=/path/to/python3.13" >&2
+    exit 1
+}
+
+make_venv() {  # folder, python, requirements file
+    if [ ! -x "$1/bin/python" ]; then
+        "$2" -m venv "$1"
+    fi
+    "$1/bin/python" -m pip install --quiet --upgrade pip
+    "$1/bin/python" -m pip install --quiet -r "$3"
+}
+
+make_venv .venv-bpy42 "${PYTHON:-python3}" requirements-blender-4.2.txt
+make_venv .venv-bpy52 "$(find_python313)" requirements-blender-5.2.txt
