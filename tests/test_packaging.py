@@ -3,6 +3,7 @@ package and the shipped presets, and ``python -m solver`` / ``--version`` run fr
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -28,8 +29,15 @@ def test_declared_packages_are_the_solver_tree():
 def installed(tmp_path_factory) -> Path:
     """The wheel `pip install .` would install, unpacked into a folder outside the checkout."""
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out),
-                    str(ROOT)], check=True, timeout=600)
+    leftovers = [ROOT / "build", ROOT / "cloth_solver.egg-info"]  # setuptools builds in the tree
+    existed = [p.exists() for p in leftovers]
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w",
+                        str(out), str(ROOT)], check=True, timeout=600)
+    finally:
+        for path, was_there in zip(leftovers, existed):
+            if not was_there:
+                shutil.rmtree(path, ignore_errors=True)
     wheel = next(out.glob("cloth_solver-*.whl"))
     assert wheel.name.startswith(f"cloth_solver-{solver.__version__}-py3-none-any")
     site = out / "site"
