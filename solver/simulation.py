@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import threads
 from .collision.pipeline import CollisionHandler, CollisionStats
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
@@ -185,6 +186,8 @@ class Simulation:
                           colliders)
         self.solver.collision_stats = CollisionStats()
         wind = wind_field(self.spec.wind, self.solver.x, t)
+        # as many threads as the cores other programs leave free (results do not depend on it)
+        threads.governor().before_frame()
         start = time.perf_counter()
         try:
             info = self.solver.step_frame(t, dt, ft, wind)
@@ -192,15 +195,19 @@ class Simulation:
             self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
                                  "kept. Try more substeps, the implicit model, or a lower "
                                  "stiffness.")
+            threads.governor().release()
             return None
         except StepLimitError as exc:
             self.result.error = f"frame {f}: {exc}; frames 0-{f - 1} are kept."
+            threads.governor().release()
             return None
         wall = time.perf_counter() - start
         self._positions[f] = self.solver.x
         rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
+        if self.done:
+            threads.governor().release()
         return rep
 
     def run(self, progress: Callable[[dict], None] | None = None) -> SimulationResult:
