@@ -14,6 +14,10 @@ def _modules():
 
 
 def register():
+    # Blender 3.4 segfaults on exit (status 139) after a `blender -b --python script.py` whose
+    # run first imported multiprocessing (the first parallel kernel launch does); imported at
+    # registration, before any script runs, it does not.
+    import multiprocessing  # noqa: F401
     storage.configure_numba_cache()
     for module in _modules():
         module.register()
