@@ -2,7 +2,10 @@
 
 Downloads exactly the wheels that ``blender_manifest.toml`` lists (unmodified, from PyPI) into
 ``wheels/``, then runs ``blender_ext.py build --split-platforms`` (shipped inside the ``bpy``
-wheel) and validates every zip. Usage: ``python scripts/build_extension.py [--out dist]``.
+wheel) and validates every zip. Also writes ``<id>-<version>-legacy.zip`` for Blender before 4.2
+(*Install...* of an add-on zip): the same files without wheels, inside a ``cloth_solver/``
+folder, since Blender 3.4 unpacks an extension zip's loose files straight into ``addons/``.
+Usage: ``python scripts/build_extension.py [--out dist]``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +58,21 @@ def download_wheels(wheels: list[str]) -> None:
         print(f"downloaded {target.name}")
 
 
+def write_legacy_zip(extension_zip: Path, legacy_zip: Path, package: str) -> None:
+    """``extension_zip``'s files minus its wheels, under ``package/``: what Blender 3.4 installs
+    as an add-on. Built from an extension zip so both hold exactly the files Blender's tool
+    selected."""
+    with zipfile.ZipFile(extension_zip) as src, \
+            zipfile.ZipFile(legacy_zip, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            if info.is_dir() or info.filename.startswith("wheels/"):
+                continue
+            info_out = zipfile.ZipInfo(f"{package}/{info.filename}", info.date_time)
+            info_out.compress_type = zipfile.ZIP_DEFLATED
+            info_out.external_attr = info.external_attr
+            dst.writestr(info_out, src.read(info))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "dist"), help="output folder")
@@ -65,11 +84,13 @@ def main() -> None:
     tool = blender_ext_tool()
     subprocess.run([sys.executable, str(tool), "build", "--source-dir", str(ROOT),
                     "--output-dir", str(out), "--split-platforms"], check=True)
-    for platform in manifest["platforms"]:
-        zip_path = out / f"{manifest['id']}-{manifest['version']}-{platform.replace('-', '_')}.zip"
+    stem = f"{manifest['id']}-{manifest['version']}"
+    zips = [out / f"{stem}-{platform.replace('-', '_')}.zip" for platform in manifest["platforms"]]
+    for zip_path in zips:
         subprocess.run([sys.executable, str(tool), "validate", str(zip_path)], check=True)
-        print(f"{zip_path.relative_to(out.parent) if out.parent in zip_path.parents else zip_path}"
-              f": {zip_path.stat().st_size / 2**20:.1f} MiB")
+    write_legacy_zip(zips[0], out / f"{stem}-legacy.zip", manifest["id"])
+    for zip_path in [*zips, out / f"{stem}-legacy.zip"]:
+        print(f"{zip_path}: {zip_path.stat().st_size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":
