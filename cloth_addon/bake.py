@@ -11,6 +11,11 @@ so a cancel, a failure or Blender quitting mid-bake leaves the previous bake as 
 Only objects that the view layer's depsgraph evaluates take part: an object excluded from the
 view layer or disabled in viewports has no evaluated mesh (no modifiers, no animation), so it
 is skipped and named in the summary. A hidden object (the eye icon) is evaluated and bakes.
+
+Blender's own physics take part as docs/blender-conventions.md says (blender_physics.py):
+objects with a Collision modifier are colliders, Wind and Turbulence fields add to the wind,
+Blender's Cloth modifier is left out while the scene is read. Lengths are converted by the
+scene's unit scale (units.py): the solver works in metres, the keys are written in Blender units.
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ import numpy as np
 from ..solver.mesh import MeshError, PolyMesh
 from ..solver.params import ParameterError, SolverSettings
 from ..solver.simulation import Simulation
-from ..solver.spec import ClothSetup, Collider, SimulationSpec
-from . import shape_keys
+from ..solver.spec import ClothSetup, Collider, SimulationSpec, Wind
+from . import bake_status, blender_physics, shape_keys, units
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)
 from .mesh_io import BakeError, EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
@@ -77,15 +82,34 @@ class BakeSummary:
     intersections: int | None
     models: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "cloth 'Name' (why)" per skipped object
+    warnings: list[str] = field(default_factory=list)  # what the user should know (Cloth modifier)
+    notes: list[str] = field(default_factory=list)  # inputs taken from Blender's physics
 
     def text(self) -> str:
         pen = "" if self.deepest_penetration_m is None else (
             f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
             f"{self.intersections} intersecting triangle pairs at most")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
+        more = "".join(f"; {text}" for text in self.notes + self.warnings)
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
                 f"{self.frame_start}-{self.frame_end} with {'/'.join(self.models)} in "
-                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}{skip}")
+                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}{skip}"
+                f"{more}")
+
+
+@dataclass
+class _Reading:
+    """What reading the scene's frames collects, per object name (world space [m])."""
+
+    pins: dict
+    positions0: dict = field(default_factory=dict)  # cloth PolyMesh at the first frame
+    pin_targets: dict = field(default_factory=dict)  # (frames + 1, P, 3)
+    matrices: dict = field(default_factory=dict)  # (frames + 1, 4, 4), metres per unit folded in
+    offsets: dict = field(default_factory=dict)  # user shape-key offsets (frames + 1, V, 3)
+    collider_first: dict = field(default_factory=dict)  # collider PolyMesh at the first frame
+    collider_positions: dict = field(default_factory=dict)  # (frames + 1, V, 3)
+    field_winds: dict = field(default_factory=dict)  # FieldWind at the first frame
+    field_changed: list = field(default_factory=list)  # fields whose wind changes later
 
 
 def supports_multi_piece() -> bool:
@@ -100,7 +124,9 @@ def cloth_objects(scene) -> list:
 
 
 def collider_objects(scene) -> list:
-    return [o for o in scene.objects if o.type == "MESH" and o.cloth_solver.role == "COLLIDER"]
+    """Objects with the role Collider, and those that Blender's Collision modifier makes one."""
+    return [o for o in scene.objects if o.type == "MESH" and (
+        o.cloth_solver.role == "COLLIDER" or blender_physics.uses_collision_modifier(o, scene))]
 
 
 def frame_rate(scene) -> float:
@@ -141,6 +167,9 @@ class BakeJob:
             raise BakeError(f"the bake frame range {self.frame_start}-{self.frame_end} is empty; "
                             "set End after Start")
         self.skipped: list[str] = []
+        self.warnings: list[str] = []
+        self.notes: list[str] = []
+        self.metres = units.metres_per_unit(self.scene)
         depsgraph = context.evaluated_depsgraph_get()
         cloths = self._evaluated(cloth_objects(self.scene), context.view_layer, depsgraph)
         if not cloths:
@@ -157,7 +186,20 @@ class BakeJob:
         self.settings = {obj.name: self._solver_settings(obj) for obj in cloths}
         self.materials = {obj.name: self._material(obj) for obj in cloths}
         colliders = self._evaluated(collider_objects(self.scene), context.view_layer, depsgraph)
-        inputs, colliders = self._read_scene(context, cloths, colliders)
+        from_modifier = [o.name for o in colliders if o.cloth_solver.role == "NONE"]
+        if from_modifier:
+            self.notes.append("colliders from Blender's Collision modifier: "
+                              + ", ".join(f"'{n}'" for n in from_modifier))
+        fields = []
+        if self.scene.cloth_solver.use_force_fields:
+            fields = [o for o in blender_physics.field_objects(self.scene)
+                      if not_evaluated_reason(o, context.view_layer, depsgraph) is None]
+        note = units.gravity_note(self.scene)
+        if note:
+            self.warnings.append(note)
+        with bake_status.suspended():
+            inputs, colliders, field_winds = self._read_scene(context, cloths, colliders, fields)
+        self.wind = self._wind(field_winds)
         self.groups = self._build(inputs, colliders)
         self.total_frames = len(self.groups) * self.frames
         self.frames_done = 0
@@ -166,6 +208,8 @@ class BakeJob:
         if self.log is not None:
             for text in self.skipped:
                 self.log(f"cloth_solver: warning: skipped {text}")
+            for text in self.warnings:
+                self.log(f"cloth_solver: warning: {text}")
 
     @property
     def frames(self) -> int:
@@ -206,47 +250,30 @@ class BakeJob:
 
     # ---- reading the scene ----
 
-    def _read_scene(self, context, cloths, colliders):
-        """Evaluate every frame once; returns per-cloth ClothInputs and the Colliders."""
+    def _read_scene(self, context, cloths, colliders, fields):
+        """Evaluate every frame once; returns per-cloth ClothInputs, the Colliders and what each
+        force field adds to the wind (at the start frame)."""
         scene = self.scene
-        n = self.frames + 1
         frame_before = scene.frame_current
-        pins = {o.name: self._pins(o) for o in cloths}
-        positions0, pin_targets, matrices, offsets = {}, {}, {}, {}
-        collider_first, collider_positions = {}, {}
+        r = _Reading(pins={o.name: self._pins(o) for o in cloths})
+        pins, positions0, pin_targets, matrices, offsets = (
+            r.pins, r.positions0, r.pin_targets, r.matrices, r.offsets)
+        collider_first, collider_positions = r.collider_first, r.collider_positions
+        # Blender's Cloth modifier is switched off inside the previous bake's hiding (which
+        # switches the modifiers that bake muted back on), so it is off while frames are read.
         with shape_keys.previous_bake_hidden(cloths):
-            try:
-                for i in range(n):
-                    scene.frame_set(self.frame_start + i)
-                    depsgraph = context.evaluated_depsgraph_get()
-                    for obj in cloths:
-                        ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0))
-                        check_vertex_count(obj, len(ev.positions))
-                        idx, _ = pins[obj.name]
-                        if i == 0:
-                            positions0[obj.name] = ev.mesh
-                            pin_targets[obj.name] = np.empty((n, len(idx), 3))
-                            matrices[obj.name] = np.empty((n, 4, 4))
-                        pin_targets[obj.name][i] = ev.positions[idx]
-                        matrices[obj.name][i] = ev.matrix
-                        offset = shape_keys.user_key_offset(
-                            obj, shape_keys.baked_key_names(obj.cloth_solver))
-                        if offset is not None:
-                            offsets.setdefault(obj.name, np.zeros((n,) + ev.positions.shape))
-                            offsets[obj.name][i] = offset
-                    for obj in colliders:
-                        ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0))
-                        if i == 0:
-                            collider_first[obj.name] = ev.mesh
-                            collider_positions[obj.name] = np.empty((n,) + ev.positions.shape)
-                        elif ev.positions.shape != collider_positions[obj.name].shape[1:]:
-                            raise BakeError(
-                                f"collider '{obj.name}' changes its vertex count during the "
-                                f"bake (frame {self.frame_start + i}); colliders must keep "
-                                "their topology")
-                        collider_positions[obj.name][i] = ev.positions
-            finally:
-                scene.frame_set(frame_before)
+            for obj in cloths:
+                warning = blender_physics.cloth_modifier_warning(obj)
+                if warning:
+                    self.warnings.append(warning)
+            with blender_physics.cloth_modifiers_off(cloths):
+                try:
+                    self._read_frames(context, cloths, colliders, fields, r)
+                finally:
+                    scene.frame_set(frame_before)
+        for name in r.field_changed:
+            self.warnings.append(f"force field '{name}' changes during the bake; its state at "
+                                 f"frame {self.frame_start} is used for the whole bake")
         inputs = []
         for obj in cloths:
             idx, weights = pins[obj.name]
@@ -258,11 +285,76 @@ class BakeJob:
         for obj in colliders:
             pos = collider_positions[obj.name]
             moving = not np.array_equal(pos, np.broadcast_to(pos[0], pos.shape))
-            thickness, friction = collider_from_props(obj.cloth_solver)
+            if obj.cloth_solver.role == "COLLIDER":  # our own settings win over Collision's
+                thickness, friction = collider_from_props(obj.cloth_solver)
+                thickness *= self.metres
+            else:
+                thickness, friction = blender_physics.collision_settings(obj, self.metres)
             result.append(Collider(kind="mesh", mesh=collider_first[obj.name],
                                    thickness=thickness, friction=friction,
                                    positions=pos if moving else None))
-        return inputs, tuple(result)
+        return inputs, tuple(result), list(r.field_winds.values())
+
+    def _read_frames(self, context, cloths, colliders, fields, r: "_Reading"):
+        """Read every frame of the range into ``r`` (see _read_scene); world positions in m."""
+        scene, n, metres = self.scene, self.frames + 1, self.metres
+        pins, positions0, pin_targets, matrices, offsets = (
+            r.pins, r.positions0, r.pin_targets, r.matrices, r.offsets)
+        collider_first, collider_positions = r.collider_first, r.collider_positions
+        field_winds, field_changed = r.field_winds, r.field_changed
+        for i in range(n):
+            scene.frame_set(self.frame_start + i)
+            depsgraph = context.evaluated_depsgraph_get()
+            for obj in cloths:
+                ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres)
+                check_vertex_count(obj, len(ev.positions))
+                idx, _ = pins[obj.name]
+                if i == 0:
+                    positions0[obj.name] = ev.mesh
+                    pin_targets[obj.name] = np.empty((n, len(idx), 3))
+                    matrices[obj.name] = np.empty((n, 4, 4))
+                pin_targets[obj.name][i] = ev.positions[idx]
+                matrices[obj.name][i] = ev.matrix
+                offset = shape_keys.user_key_offset(
+                    obj, shape_keys.baked_key_names(obj.cloth_solver))
+                if offset is not None:
+                    offsets.setdefault(obj.name, np.zeros((n,) + ev.positions.shape))
+                    offsets[obj.name][i] = offset
+            if i == 0:  # fields act at the cloths' centre at the start (see docs)
+                centre = np.mean([positions0[o.name].positions.mean(axis=0)
+                                  for o in cloths], axis=0) / metres
+            for obj in fields:
+                wind = blender_physics.field_wind(
+                    obj, depsgraph, centre, scene.cloth_solver.field_speed, metres)
+                if i == 0:
+                    field_winds[obj.name] = wind
+                elif obj.name not in field_changed and \
+                        not wind.close_to(field_winds[obj.name]):
+                    field_changed.append(obj.name)
+            for obj in colliders:
+                ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres)
+                if i == 0:
+                    collider_first[obj.name] = ev.mesh
+                    collider_positions[obj.name] = np.empty((n,) + ev.positions.shape)
+                elif ev.positions.shape != collider_positions[obj.name].shape[1:]:
+                    raise BakeError(
+                        f"collider '{obj.name}' changes its vertex count during the "
+                        f"bake (frame {self.frame_start + i}); colliders must keep "
+                        "their topology")
+                collider_positions[obj.name][i] = ev.positions
+
+    def _wind(self, field_winds) -> Wind:
+        """The scene's wind (Blender units -> m/s and m) plus the force fields'."""
+        base = wind_from_props(self.scene.cloth_solver)
+        velocity, turbulence, scale = blender_physics.combine(
+            base.velocity * self.metres, base.turbulence, base.turbulence_scale * self.metres,
+            field_winds)
+        for f in field_winds:
+            speed = float(np.linalg.norm(f.velocity))
+            self.notes.append(f"force field '{f.name}': wind {speed:.3g} m/s, gusts "
+                              f"{f.turbulence:.3g} m/s r.m.s.")
+        return Wind(velocity=velocity, turbulence=turbulence, turbulence_scale=scale,
+                    turbulence_frequency=base.turbulence_frequency, seed=base.seed)
 
     @staticmethod
     def _pins(obj):
@@ -278,10 +370,8 @@ class BakeJob:
 
     def _spec(self, cloth, colliders, settings) -> SimulationSpec:
         scene = self.scene
-        gravity = np.array(scene.gravity) if scene.use_gravity else np.zeros(3)
         return SimulationSpec(cloth, settings, frames=self.frames, fps=frame_rate(scene),
-                              gravity=gravity, wind=wind_from_props(scene.cloth_solver),
-                              colliders=colliders)
+                              gravity=units.gravity(scene), wind=self.wind, colliders=colliders)
 
     def _build(self, inputs, colliders) -> list[Group]:
         """Cloths with equal solver settings simulate together (one model, shared colliders);
@@ -384,6 +474,7 @@ class BakeJob:
                             "its previous bake") from err
         for obj, _, g in writes:
             s = obj.cloth_solver
+            bake_status.record(obj)
             s.bake_model = g.simulation.result.model_name
             s.bake_time = g.wall_time_s
             s.bake_max_strain = g.max_strain
@@ -400,7 +491,7 @@ class BakeJob:
             deepest_penetration_m=max((g.deepest_penetration_m for g in measured), default=None),
             intersections=max((g.intersections for g in measured), default=None),
             models=sorted({g.simulation.result.model_name for g in self.groups}),
-            skipped=list(self.skipped))
+            skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes))
         self.scene.cloth_solver.last_report = summary.text()
         _running.discard(self)
         return summary

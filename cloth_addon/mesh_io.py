@@ -63,13 +63,17 @@ class EvaluatedMesh:
     """An object's evaluated mesh (modifiers, shape keys, armatures applied) in world space,
     read at the depsgraph's current frame.
 
+    ``scale`` is the scene's metres per Blender unit: it is folded into ``matrix`` (world
+    metres = scale * world units), so ``to_local(positions, matrix)`` gives the object's own
+    coordinates back in Blender units.
+
     Attributes:
         positions: world-space vertex positions [m], (V, 3).
-        matrix: the object's world matrix at that frame, (4, 4).
+        matrix: the object's world matrix at that frame, times ``scale``, (4, 4).
         mesh: a PolyMesh of the evaluated polygons (only when ``topology`` was asked for).
     """
 
-    def __init__(self, obj, depsgraph, topology: bool = False):
+    def __init__(self, obj, depsgraph, topology: bool = False, scale: float = 1.0):
         ev = obj.evaluated_get(depsgraph)
         mesh = ev.to_mesh()
         try:
@@ -78,6 +82,8 @@ class EvaluatedMesh:
         finally:
             ev.to_mesh_clear()
         self.matrix = matrix(ev)
+        if scale != 1.0:
+            self.matrix[:3] *= scale
         self.positions = to_world(local, self.matrix)
         self.mesh = None
         if faces is not None:

@@ -43,6 +43,8 @@ def _report_summary(op, summary) -> None:
     """The summary in the status bar; a warning first if objects were skipped."""
     if summary.skipped:
         op.report({"WARNING"}, f"Not baked: {', '.join(summary.skipped)}")
+    for text in summary.warnings:  # e.g. Blender's Cloth modifier switched off
+        op.report({"WARNING"}, text[:1].upper() + text[1:])
     op.report({"INFO"}, summary.text())
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import presets
+from . import bake_status, blender_physics, presets
 from .properties import MATERIAL_SPECS, prop_name
 
 STIFFNESS = ("stretch_stiffness", "stretch_stiffness_weft", "shear_stiffness", "bend_stiffness")
@@ -87,6 +87,16 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             col = layout.column()
             col.prop(s, "thickness")
             col.prop(s, "friction")
+        elif blender_physics.collision_modifier(context.object) is not None:
+            # Blender's Collision modifier makes it a collider unless the user says otherwise.
+            col = layout.column(heading="Blender Collision")
+            col.prop(s, "use_collision_modifier", text="Collider")
+            col.prop(context.scene.cloth_solver, "use_collision_modifiers", text="In Scene")
+            if blender_physics.uses_collision_modifier(context.object, context.scene):
+                c = context.object.collision
+                layout.label(text=f"Collider from the Collision modifier: friction "
+                                  f"{c.cloth_friction * blender_physics.CLOTH_FRICTION_TO_MU:.2f}",
+                             icon="MOD_PHYSICS")
         else:
             layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")
 
@@ -178,6 +188,11 @@ class PHYSICS_PT_cloth_solver_wind(ClothSolverPanel, bpy.types.Panel):
         sub.prop(s, "wind_scale")
         sub.prop(s, "wind_frequency")
         sub.prop(s, "wind_seed")
+        col = layout.column(heading="Force Fields")
+        col.prop(s, "use_force_fields", text="Add Wind, Turbulence")
+        sub = col.column()
+        sub.active = s.use_force_fields
+        sub.prop(s, "field_speed")
 
 
 class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
@@ -197,11 +212,20 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
         row.operator("cloth_solver.bake", icon="PHYSICS")
         row.operator("cloth_solver.free_bake", icon="TRASH")
         s = context.object.cloth_solver
+        state, text = bake_status.status(context.object, context.scene)
+        if s.role == "CLOTH" and state == "NOT_BAKED":
+            layout.label(text=text, icon="INFO")
         if s.role == "CLOTH" and s.is_baked:
             box = layout.box()
             box.use_property_split = False
-            box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
-                           f"({s.bake_model})", icon="CHECKMARK")
+            if state == "OUTDATED":  # as Blender's point cache: the bake no longer matches
+                row = box.row()
+                row.alert = True
+                row.label(text=text, icon="ERROR")
+                box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
+                               f"({s.bake_model}); bake again to update")
+            else:
+                box.label(text=text, icon="CHECKMARK")
             box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
             if s.bake_deepest_penetration < 0:
                 box.label(text="Penetrations: not measured by this solver version")

@@ -18,6 +18,8 @@ from ..solver.params import (INTEGRATOR_NAMES, FieldSpec, MaterialParams, Solver
                              field_defaults, field_specs)
 from ..solver.registry import MODELS
 from ..solver.spec import Collider, Wind
+from . import bake_status
+from .bake_status import cloth_settings_changed, role_changed, scene_settings_changed
 
 ROLE_ITEMS = (
     ("NONE", "None", "Not part of the cloth simulation"),
@@ -66,7 +68,8 @@ def label(name: str, spec: FieldSpec) -> str:
 def _number_property(name: str, spec: FieldSpec, default):
     """A Float/IntProperty whose bounds, default and tooltip come from ``spec``."""
     unit = f" [{spec.unit}]" if spec.unit else ""
-    common = dict(name=label(name, spec), description=f"{spec.doc}{unit}")
+    common = dict(name=label(name, spec), description=f"{spec.doc}{unit}",
+                  update=cloth_settings_changed)
     if spec.integer:
         return IntProperty(default=int(default), min=int(spec.minimum),
                            max=int(min(spec.maximum, 2**31 - 1)), **common)
@@ -85,7 +88,7 @@ def _material_annotations() -> dict:
                 else OPTIONAL_START[name])
             out[f"use_{prop_name(name)}"] = BoolProperty(
                 name=f"Use {name.replace('_', ' ').title()}", default=default is not None,
-                description=f"Enable: {spec.doc}")
+                description=f"Enable: {spec.doc}", update=cloth_settings_changed)
             out[prop_name(name)] = _number_property(name, spec, start)
         else:
             out[prop_name(name)] = _number_property(name, spec, default)
@@ -116,11 +119,13 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
 
     __annotations__ = {
         "role": EnumProperty(name="Role", items=ROLE_ITEMS, default="NONE",
-                             description="How Bake Cloth uses this object"),
+                             description="How Bake Cloth uses this object",
+                             update=role_changed),
         # ---- cloth ----
         "solver": EnumProperty(name="Solver", items=SOLVER_ITEMS,
                                default=_SOLVER_DEFAULTS["model"].upper(),
-                               description="Cloth model used to simulate this object"),
+                               description="Cloth model used to simulate this object",
+                               update=cloth_settings_changed),
         "preset": StringProperty(name="Preset", default="",
                                  description="Material preset last applied (informative)"),
         **_material_annotations(),
@@ -128,33 +133,44 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
             name="Pin Group", default="",
             description="Vertex group of pinned vertices; weight 1 holds a vertex exactly on the "
                         "object's evaluated (animated) mesh, lower weights pull it with a goal "
-                        "spring, weight 0 leaves it free"),
+                        "spring, weight 0 leaves it free", update=cloth_settings_changed),
         "use_custom_substeps": BoolProperty(
             name="Custom Substeps", default=_SOLVER_DEFAULTS["substeps"] is not None,
             description="Set the steps per frame by hand (off: the model's default; the "
-                        "explicit model then finds its stable step automatically)"),
+                        "explicit model then finds its stable step automatically)",
+            update=cloth_settings_changed),
         "substeps": IntProperty(
             name="Substeps", default=_SOLVER_DEFAULTS["substeps"] or 2,
             min=int(_SUBSTEPS.minimum), max=int(min(_SUBSTEPS.maximum, 2**31 - 1)),
-            description=_SUBSTEPS.doc),
+            description=_SUBSTEPS.doc, update=cloth_settings_changed),
         "newton_iterations": IntProperty(
             name="Newton Iterations", default=_SOLVER_DEFAULTS["newton_iterations"],
-            min=int(_NEWTON.minimum), max=int(_NEWTON.maximum), description=_NEWTON.doc),
+            min=int(_NEWTON.minimum), max=int(_NEWTON.maximum), description=_NEWTON.doc,
+            update=cloth_settings_changed),
         "integrator": EnumProperty(
             name="Integrator", items=INTEGRATOR_ITEMS,
             default=_SOLVER_DEFAULTS["integrator"].upper(),
-            description="Explicit time integrator of the mass-spring model"),
+            description="Explicit time integrator of the mass-spring model",
+            update=cloth_settings_changed),
         "self_collision": BoolProperty(
             name="Self Collision", default=_SOLVER_DEFAULTS["self_collision"],
-            description="Keep the cloth from passing through itself"),
+            description="Keep the cloth from passing through itself",
+            update=cloth_settings_changed),
         # ---- collider ----
         "thickness": FloatProperty(
             name="Thickness (m)", default=_collider_default("thickness"), min=0.0, max=1.0,
-            precision=4, step=0.1, unit="LENGTH",
-            description="Collision margin around the collider's surface [m]"),
+            precision=4, step=0.1, unit="LENGTH", update=cloth_settings_changed,
+            description="Collision margin around the collider's surface (a length in the "
+                        "scene's units, like every Blender length)"),
         "friction": FloatProperty(
             name="Friction", default=_collider_default("friction"), min=0.0, max=10.0,
+            update=cloth_settings_changed,
             description="Coulomb friction coefficient between cloth and this collider"),
+        "use_collision_modifier": BoolProperty(
+            name="Collision Modifier as Collider", default=True, update=role_changed,
+            description="With the role None, an enabled Collision modifier (Physics > "
+                        "Collision) makes this object a collider, with its Thickness Outer and "
+                        "Friction mapped to ours; off: Bake Cloth ignores this object"),
         # ---- bake record (written by Bake Cloth, read by Free Bake and the UI) ----
         "is_baked": BoolProperty(name="Baked", default=False),
         "bake_frame_start": IntProperty(name="Baked From", default=0),
@@ -168,6 +184,11 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         "bake_deepest_penetration": FloatProperty(
             name="Deepest Penetration (m)", default=-1.0, unit="LENGTH",
             description="Deepest cloth vertex inside a collider over the bake; -1 = not measured"),
+        "bake_outdated": StringProperty(
+            name="Outdated", default="",
+            description="Why the bake no longer matches its inputs ('' = up to date)"),
+        "bake_fingerprint": StringProperty(
+            default="", description="Hash of the cloth's mesh, shape keys and modifiers at bake"),
         "bake_intersections": IntProperty(
             name="Intersections", default=-1,
             description="Most intersecting triangle pairs (cloth/cloth and cloth/collider) in "
@@ -185,19 +206,36 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
                                  description="Last frame of the bake"),
         "wind_velocity": FloatVectorProperty(
             name="Wind (m/s)", size=3, default=tuple(_wind_default("velocity")),
-            subtype="VELOCITY", unit="VELOCITY",
-            description="Steady wind velocity in world space [m/s], felt through air drag"),
+            subtype="VELOCITY", unit="VELOCITY", update=scene_settings_changed,
+            description="Steady wind velocity in world space, felt through air drag (a velocity "
+                        "in the scene's units, like every Blender velocity)"),
         "wind_turbulence": FloatProperty(
             name="Turbulence (m/s)", default=_wind_default("turbulence"), min=0.0, max=1000.0,
+            update=scene_settings_changed,
             description="R.m.s. speed of smooth pseudo-random gusts [m/s]; 0 = steady"),
         "wind_scale": FloatProperty(
             name="Gust Size (m)", default=_wind_default("turbulence_scale"), min=1e-4,
-            max=1e4, unit="LENGTH", description="Spatial size of the gusts [m]"),
+            max=1e4, unit="LENGTH", update=scene_settings_changed,
+            description="Spatial size of the gusts (a length in the scene's units)"),
         "wind_frequency": FloatProperty(
             name="Gust Frequency (Hz)", default=_wind_default("turbulence_frequency"), min=0.0,
-            max=1e3, description="How fast the gusts change [Hz]"),
+            max=1e3, update=scene_settings_changed, description="How fast the gusts change [Hz]"),
         "wind_seed": IntProperty(name="Seed", default=_wind_default("seed"), min=0,
+                                 update=scene_settings_changed,
                                  description="Seed of the gust field (bakes are reproducible)"),
+        "use_force_fields": BoolProperty(
+            name="Force Fields", default=True, update=scene_settings_changed,
+            description="Wind and Turbulence force fields in the scene add to this wind "
+                        "(docs/blender-conventions.md)"),
+        "field_speed": FloatProperty(
+            name="Speed per Strength (m/s)", default=0.01, min=0.0, max=1e3, precision=4,
+            update=scene_settings_changed,
+            description="Air speed [m/s] that one unit of a force field's Strength stands for "
+                        "(Blender's strength has no physical unit; 1000 = 10 m/s by default)"),
+        "use_collision_modifiers": BoolProperty(
+            name="Collision Modifiers", default=True, update=scene_settings_changed,
+            description="Objects with Blender's Collision modifier and the role None act as "
+                        "colliders (Thickness Outer and Friction mapped to ours)"),
         "last_report": StringProperty(name="Last Bake", default="",
                                       description="Summary of the last bake"),
     }
@@ -211,9 +249,11 @@ def register():
         bpy.utils.register_class(cls)
     bpy.types.Object.cloth_solver = PointerProperty(type=ClothSolverObjectSettings)
     bpy.types.Scene.cloth_solver = PointerProperty(type=ClothSolverSceneSettings)
+    bake_status.register()  # the handler that keeps the bake record's outdated mark
 
 
 def unregister():
+    bake_status.unregister()
     del bpy.types.Scene.cloth_solver
     del bpy.types.Object.cloth_solver
     for cls in reversed(classes):

@@ -145,6 +145,8 @@ def free_bake(obj) -> bool:
     s.bake_created_basis = False
     s.bake_created_action = ""
     s.bake_muted_modifiers = ""
+    s.bake_outdated = ""
+    s.bake_fingerprint = ""
     return True
 
 
@@ -254,11 +256,14 @@ class SavedBake:
         frame_start: first baked frame.
         positions: the cloth keys' coordinates as stored, (frames, V, 3) float32 [object-local m].
         muted_modifiers: the bake's record of the modifiers it switched off (JSON).
+        outdated, fingerprint: its bake status (bake_status.py).
     """
 
     frame_start: int
     positions: np.ndarray
     muted_modifiers: str
+    outdated: str = ""
+    fingerprint: str = ""
 
 
 def save_bake(obj) -> SavedBake | None:
@@ -274,7 +279,7 @@ def save_bake(obj) -> SavedBake | None:
     for kb, row in zip(blocks, positions):
         kb.data.foreach_get("co", row)
     return SavedBake(s.bake_frame_start, positions.reshape(len(blocks), -1, 3),
-                     s.bake_muted_modifiers)
+                     s.bake_muted_modifiers, s.bake_outdated, s.bake_fingerprint)
 
 
 def restore_bake(obj, saved: SavedBake | None) -> None:
@@ -288,7 +293,9 @@ def restore_bake(obj, saved: SavedBake | None) -> None:
         mod = obj.modifiers.get(name)
         if mod is not None:
             mod.show_viewport = mod.show_render = False
-    obj.cloth_solver.bake_muted_modifiers = saved.muted_modifiers
+    s = obj.cloth_solver
+    s.bake_muted_modifiers = saved.muted_modifiers
+    s.bake_outdated, s.bake_fingerprint = saved.outdated, saved.fingerprint
 
 
 def mute_modifiers(obj) -> None:
