@@ -4,6 +4,8 @@ Register order: numba's cache directory first (it must be set before the solver 
 then properties -> operators -> panels; unregister in reverse.
 """
 
+import traceback
+
 from . import storage
 
 
@@ -21,8 +23,17 @@ def register():
     storage.configure_numba_cache()
     for module in _modules():
         module.register()
+    # Compile the solver's kernels in a background process (warmup.py): never waits, and a
+    # failure to start it never stops registration (the first bake then compiles them).
+    from . import warmup
+    try:
+        warmup.start()
+    except Exception:
+        traceback.print_exc()
 
 
 def unregister():
+    from . import warmup
+    warmup.unregister()
     for module in reversed(_modules()):
         module.unregister()

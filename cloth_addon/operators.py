@@ -16,12 +16,14 @@ import time
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
-from . import bake, presets
+from . import bake, presets, warmup
 from .mesh_io import BakeError
 
 # Seconds of simulation per modal timer event: long enough to be efficient, short enough that
 # the UI stays responsive and Esc is seen promptly.
 MODAL_SLICE_S = 0.1
+# Longest a script's bake waits for the background compilation before compiling itself.
+WARMUP_WAIT_S = 900.0
 
 
 def _background_binary() -> bool:
@@ -72,6 +74,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
 
     _job = None
     _timer = None
+    _compiling = False
 
     @classmethod
     def poll(cls, context):
@@ -86,6 +89,10 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
 
     def execute(self, context):
         log = (lambda text: print(text, flush=True)) if bpy.app.background else None
+        if warmup.running():  # it compiles the kernels this bake needs: load them after it
+            if log:
+                log("cloth_solver: waiting for the solver kernels compiling in the background")
+            warmup.wait(timeout=WARMUP_WAIT_S)
         job = self._start(context, log)
         if job is None:
             return _fail(self, self._error)
@@ -104,13 +111,18 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        self._job = self._start(context)
-        if self._job is None:
-            return _fail(self, self._error)
+        # Kernels not compiled yet (reading the scene compiles some): say so first, and start
+        # on a timer event once the message is drawn, after the background warm-up if it runs.
+        self._compiling = not warmup.kernels_ready()
+        if not self._compiling:
+            self._job = self._start(context)
+            if self._job is None:
+                return _fail(self, self._error)
         wm = context.window_manager
-        wm.progress_begin(0, self._job.total_frames)
+        wm.progress_begin(0, self._job.total_frames if self._job else 1)
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.modal_handler_add(self)
+        warmup.set_bake_compiling(self._compiling)
         self._status(context)
         return {"RUNNING_MODAL"}
 
@@ -121,6 +133,16 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             return {"CANCELLED"}
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
+        if self._job is None:  # a first bake, still to read the scene
+            if warmup.running():
+                return {"RUNNING_MODAL"}
+            self._job = self._start(context)
+            if self._job is None:
+                self._end(context)
+                self.report({"ERROR"}, self._error)
+                return {"CANCELLED"}
+            context.window_manager.progress_begin(0, self._job.total_frames)
+            return {"RUNNING_MODAL"}
         job = self._job
         try:
             deadline = time.perf_counter() + MODAL_SLICE_S
@@ -128,6 +150,9 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             while more and time.perf_counter() < deadline:
                 more = job.step()
             context.window_manager.progress_update(job.frames_done)
+            if job.frames_done:
+                warmup.mark_loaded()
+                warmup.set_bake_compiling(False)
             self._status(context)
             if more:
                 return {"RUNNING_MODAL"}
@@ -145,7 +170,11 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
 
     def _status(self, context):
         job = self._job
-        if context.workspace is not None:
+        if context.workspace is None:
+            return
+        if job is None or (self._compiling and job.frames_done == 0):
+            context.workspace.status_text_set(f"{warmup.MESSAGE} (Esc to cancel)")
+        else:
             context.workspace.status_text_set(
                 f"Baking cloth: frame {job.frames_done}/{job.total_frames} (Esc to cancel)")
 
@@ -157,6 +186,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         wm.progress_end()
         if context.workspace is not None:
             context.workspace.status_text_set(None)
+        warmup.set_bake_compiling(False)
         self._job = None
 
 

@@ -211,6 +211,10 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
         row.use_property_split = False
         row.operator("cloth_solver.bake", icon="PHYSICS")
         row.operator("cloth_solver.free_bake", icon="TRASH")
+        from . import warmup
+        compiling = warmup.status_line()
+        if compiling:
+            layout.label(text=compiling, icon="TIME")
         s = context.object.cloth_solver
         state, text = bake_status.status(context.object, context.scene)
         if s.role == "CLOTH" and state == "NOT_BAKED":

@@ -36,36 +36,20 @@ def user_preset_dir() -> Path:
     return path
 
 
-def cache_key() -> str:
-    """What compiled kernels depend on, as a folder name: ``py3.11-numba0.68.1-numpy1.26``.
-
-    numba keeps one index per function and Python version, but a different numba version
-    discards (and then overwrites) the other's entries, and nothing in its cache tells numpy
-    versions apart; Blender 4.2-5.0 (Python 3.11, numpy 1.x), Blender 5.1+ (Python 3.13, numpy
-    2.x) and Debian's Blender 3.4 (its numba 0.56) may share one user directory. numba and
-    numpy are imported here for their versions: registration imports them a moment later
-    anyway, so this costs no time overall.
-    """
-    import numpy
-    try:
-        import numba
-        numba_version = numba.__version__
-    except ImportError:  # the solver's own import then says what is missing
-        numba_version = "none"
-    numpy_version = ".".join(numpy.__version__.split(".")[:2])  # patch releases keep the ABI
-    py = sys.version_info
-    return f"py{py.major}.{py.minor}-numba{numba_version}-numpy{numpy_version}"
-
-
 def configure_numba_cache() -> str:
     """Point numba's on-disk cache at the user directory, so a second bake starts fast.
 
-    The cache goes into ``<user dir>/numba_cache/<cache_key()>``. An explicit
+    The cache goes into ``<user dir>/numba_cache/<key>``, the key naming what compiled kernels
+    depend on (``py3.11-numba0.68.1-numpy1.26``, see ``solver.warmup.cache_key``): Blender
+    4.2-5.0 (Python 3.11, numpy 1.x), Blender 5.1+ (Python 3.13, numpy 2.x) and Debian's Blender
+    3.4 (its numba 0.56) may share one user directory. Finding the key imports numba and numpy,
+    which registration imports a moment later anyway. An explicit
     ``NUMBA_CACHE_DIR`` in the environment is used as it is, without the key: it is numba's own
     setting, which the solver's command line and tests share with the add-on, and numba already
     keeps Python versions apart in it. Returns the directory used.
     """
     if not os.environ.get("NUMBA_CACHE_DIR"):
+        from ..solver.warmup import cache_key
         os.environ["NUMBA_CACHE_DIR"] = str(user_dir() / "numba_cache" / cache_key())
     path = os.environ["NUMBA_CACHE_DIR"]
     numba = sys.modules.get("numba")

@@ -53,8 +53,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
     warmup = commands.add_parser(
         "warmup", help="compile (or load) every kernel a bake uses into numba's cache")
-    warmup.add_argument("--expect", metavar="KEY",
-                        help="stop (status 3) unless this Python's cache key is KEY")
+    warmup.add_argument("--expect", metavar="STAMP",
+                        help="stop (status 3) unless this Python and these sources have this "
+                        "stamp (solver.warmup.stamp())")
     warmup.set_defaults(command=_warmup)
     return parser
 

@@ -55,9 +55,10 @@ def cache_key() -> str:
 
 
 def stamp() -> str:
-    """A hash of the solver's sources, this Python and the cache key: a finished warm-up with
-    the same stamp compiled everything a bake of these sources needs."""
-    h = hashlib.sha256(f"{sys.version}\n{cache_key()}\n".encode())
+    """A hash of the solver's sources and folder (numba's cache is per source folder), this
+    Python and the cache key: a finished warm-up with the same stamp compiled everything a bake
+    of these sources needs."""
+    h = hashlib.sha256(f"{sys.version}\n{cache_key()}\n{SOLVER_DIR}\n".encode())
     for path in sorted(SOLVER_DIR.rglob("*.py")):
         h.update(path.relative_to(SOLVER_DIR).as_posix().encode() + b"\0")
         h.update(path.read_bytes())
@@ -224,15 +225,15 @@ def run(cache_dir=None, expect: str | None = None, log=print) -> int:
     """The warm-up process: take the lock, compile, write the marker. Returns the exit status
     (0 also when another warm-up holds the lock or this one is not needed).
 
-    ``expect``: the ``cache_key()`` of the process that started this one; another Python or
-    another numba or numpy would fill a different cache, so it stops (status 3).
+    ``expect``: the ``stamp()`` of the process that started this one; another Python, numba
+    or numpy would fill a cache that process does not read, so it stops (status 3).
     """
     import numba
 
     cache_dir = Path(cache_dir or numba.config.CACHE_DIR or ".")
-    if expect and expect != cache_key():
-        log(f"warmup: this Python ({sys.executable}: {cache_key()}) is not the one that "
-            f"started it ({expect}); nothing compiled")
+    if expect and expect != stamp():
+        log(f"warmup: this Python ({sys.executable}, {sys.version.split()[0]}, {cache_key()}) "
+            "or these sources are not those of the process that started it; nothing compiled")
         return 3
     lock = FileLock(cache_dir / LOCK_NAME)
     # A moment's grace: the add-on tests the lock the instant this process starts.

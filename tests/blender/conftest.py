@@ -32,6 +32,9 @@ else:
         dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
     # Failed bakes raise (instead of ending Blender) while tests run inside `blender -b`.
     os.environ["CLOTH_SOLVER_NO_EXIT"] = "1"
+    # No background compilation of the kernels (cloth_addon/warmup.py) unless a test asks for
+    # it: the Blender sessions the tests start with a window would otherwise start one each.
+    os.environ.setdefault("CLOTH_SOLVER_WARMUP", "0")
     import bpy
 
     MODULE = dev_addon.enable(SCRATCH)

@@ -1,0 +1,64 @@
+"""The background compilation of the solver's kernels (cloth_addon/warmup.py): off without a UI
+unless asked for, one at a time, a bake started meanwhile waits for it, and once it finished
+later sessions start nothing."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import bpy
+import pytest
+import scenes
+
+
+@pytest.fixture
+def warmup(addon_module, monkeypatch):
+    module = sys.modules[addon_module + ".cloth_addon.warmup"]
+    monkeypatch.setattr(module, "_warm", False)
+    monkeypatch.setattr(module, "_process", None)
+    return module
+
+
+def test_not_started_when_switched_off_or_without_a_ui(warmup, monkeypatch):
+    monkeypatch.setenv(warmup.ENV, "0")
+    assert warmup.start() == "disabled"
+    monkeypatch.delenv(warmup.ENV)
+    assert bpy.app.background and warmup.start() == "no UI"
+    assert warmup._process is None
+
+
+def test_runs_blenders_own_python(warmup, monkeypatch):
+    python = Path(warmup.python_executable())
+    assert Path(sys.prefix) in python.parents and python.name.startswith("python")
+    # Debian's Blender: sys.executable may be another Python found on PATH, or Blender itself
+    for other in ("/usr/bin/blender", "/somewhere/else/python3"):
+        monkeypatch.setattr(sys, "executable", other)
+        found = Path(warmup.python_executable())
+        assert Path(sys.prefix) in found.parents and found.name.startswith("python")
+
+
+def test_warmup_runs_once_a_bake_waits_for_it_and_later_sessions_skip_it(warmup, monkeypatch):
+    monkeypatch.setenv(warmup.ENV, "1")
+    cache = Path(os.environ["NUMBA_CACHE_DIR"])
+    marker = cache / warmup.solver_warmup.MARKER_NAME
+    marker.unlink(missing_ok=True)  # as after installing a new version
+    assert warmup.start() == "started"
+    assert warmup.running()
+    assert warmup.start() == "running"  # never two at once
+    assert warmup.status_line() == warmup.MESSAGE or warmup._loaded
+
+    scenes.cloth("Cloth", n=4, frames=(1, 2), location=(0, 0, 1))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert not warmup.running()  # the bake waited for it
+    log = (cache / warmup.LOG_NAME).read_text()
+    assert warmup._process.returncode == 0, log
+    assert "warmup: done" in log
+    assert warmup.is_warm() and marker.exists()
+    assert warmup.status_line() is None
+
+    monkeypatch.setattr(warmup, "_warm", False)
+    monkeypatch.setattr(warmup, "_process", None)
+    assert warmup.start() == "warm"  # the next session: nothing to do
+    assert warmup._process is None
