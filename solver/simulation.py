@@ -138,6 +138,7 @@ class Simulation:
     """
 
     def __init__(self, spec: SimulationSpec):
+        threads.governor().observe()  # the setup's time serves to judge the first frame
         self.spec = spec
         self.model = build_model(spec.cloth)
         self.solver = make_solver(self.model, spec.settings, spec.gravity)

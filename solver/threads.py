@@ -177,6 +177,13 @@ class ThreadGovernor:
             self.most = now  # numba's count at first use, or one the user set since
         return max(1, min(self.most, numba.config.NUMBA_NUM_THREADS))
 
+    def observe(self) -> None:
+        """Take a first reading now (a simulation is being set up), so that the first frame
+        can already be judged by the interval since."""
+        if self.enabled and (self._last is None
+                             or self.clock() - self._last_t > self.stale_s):
+            self._last, self._last_t = self.reader(), self.clock()
+
     def before_frame(self) -> int:
         """Called before each frame is stepped; returns the thread count it runs with."""
         if not self.enabled:

@@ -208,3 +208,13 @@ def test_a_bake_whose_thread_count_changes_is_bit_identical_to_a_one_thread_bake
     assert set(counts) == {1, 2}
     np.testing.assert_array_equal(varied.positions, one.positions)
     assert [f.collision_pairs for f in varied.frames] == [f.collision_pairs for f in one.frames]
+
+
+@two_threads
+def test_the_first_frame_is_judged_from_a_reading_taken_at_setup(restore_threads):
+    m = Machine()
+    g = ThreadGovernor(reader=m.read, most=2, clock=lambda: m.t)
+    g.observe()
+    m.others = 1.0
+    m.advance(0.5)
+    assert g.before_frame() == 1
