@@ -1,7 +1,8 @@
 """The built extension zip installs into a clean Blender user directory and bakes, with the
-numba and scipy wheels it carries (the test's own numba/scipy are hidden from Blender), and
-numba's cache in the extension's user directory makes the next session's bake load, not
-compile, its kernels."""
+numba and scipy wheels it carries (the test's own numba/scipy are hidden from Blender). The
+background warm-up compiles every kernel the bake uses into numba's cache in the extension's
+user directory (a folder named for the Python, numba and numpy versions), so the bake loads,
+not compiles, them; installing the same zip again keeps that cache."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import json, os, sys
 sys.path[:] = [p for p in sys.path if "site-packages" not in p] + [SITE]
 os.environ["BLENDER_USER_RESOURCES"] = USER
 os.environ.pop("NUMBA_CACHE_DIR", None)
+os.environ["CLOTH_SOLVER_WARMUP"] = "1"  # as with a UI
 import bpy, addon_utils
 out = {}
 if ZIP:
@@ -39,9 +41,17 @@ pkg = "bl_ext.user_default.cloth_solver"
 if not addon_utils.check(pkg)[1]:  # the bpy module does not enable saved add-ons on import
     addon_utils.enable(pkg, default_set=True)
 out["enabled"] = addon_utils.check(pkg)[1]
-import numba, scipy
+warmup = sys.modules[pkg + ".cloth_addon.warmup"]
+out["warmup_started"] = warmup._process is not None
+out["warmup_finished"] = warmup.wait(timeout=900)
+out["warmup_status"] = None if warmup._process is None else warmup._process.returncode
+out["warm"] = warmup.is_warm()
+import numba, numpy, scipy
 out["numba"], out["scipy"] = numba.__file__, scipy.__file__
 out["numba_cache"] = os.environ.get("NUMBA_CACHE_DIR")
+out["key"] = (f"py{sys.version_info.major}.{sys.version_info.minor}-numba{numba.__version__}"
+              f"-numpy{'.'.join(numpy.__version__.split('.')[:2])}")
+out["jit_mtime"] = os.stat(sys.modules[pkg + ".solver._jit"].__file__).st_mtime
 mesh = bpy.data.meshes.new("Cloth")
 mesh.from_pydata([(x * 0.25, y * 0.25, 1.0) for y in range(5) for x in range(5)], [],
                  [(y * 5 + x, y * 5 + x + 1, y * 5 + x + 6, y * 5 + x + 5)
@@ -49,6 +59,12 @@ mesh.from_pydata([(x * 0.25, y * 0.25, 1.0) for y in range(5) for x in range(5)]
 obj = bpy.data.objects.new("Cloth", mesh)
 bpy.context.scene.collection.objects.link(obj)
 obj.cloth_solver.role = "CLOTH"
+obj.cloth_solver.self_collision = True
+floor = bpy.data.meshes.new("Floor")
+floor.from_pydata([(-1, -1, 0.95), (2, -1, 0.95), (2, 2, 0.95), (-1, 2, 0.95)], [], [(0, 1, 2, 3)])
+floor = bpy.data.objects.new("Floor", floor)
+bpy.context.scene.collection.objects.link(floor)
+floor.cloth_solver.role = "COLLIDER"
 bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 3
 out["bake"] = sorted(bpy.ops.cloth_solver.bake())
 out["keys"] = [kb.name for kb in obj.data.shape_keys.key_blocks]
@@ -104,12 +120,23 @@ def test_built_zip_installs_in_a_clean_user_directory_and_bakes(tmp_path):
     extensions = str(user / "extensions")
     assert first["enabled"]
     assert first["numba"].startswith(extensions) and first["scipy"].startswith(extensions)
-    assert first["numba_cache"].startswith(extensions)  # the extension's user directory
+    cache = Path(first["numba_cache"])
+    assert str(cache).startswith(extensions)  # the extension's user directory
+    assert cache.parent.name == "numba_cache" and cache.name == first["key"]
     assert first["bake"] == ["FINISHED"]
     assert first["keys"] == ["Basis", "cloth_0001", "cloth_0002", "cloth_0003"]
-    assert first["cache_misses"] > 0  # a clean user directory: compiled ...
-    assert any(Path(first["numba_cache"]).rglob("*.nbi"))  # ... and cached there
+    # A clean user directory: the warm-up compiled every kernel into the cache, and the bake
+    # loaded them all.
+    assert first["warmup_started"] and first["warmup_finished"]
+    assert first["warmup_status"] == 0, (cache / "cloth_solver_warmup.log").read_text()[-3000:]
+    assert first["warm"] and any(cache.rglob("*.nbi"))
+    assert first["cache_hits"] > 0 and first["cache_misses"] == 0
 
-    second = _session(tmp_path, site, user, None)  # a new Blender session, same user
+    # A new Blender session that installs the same zip again: new files (new modification
+    # times), the same cache, no warm-up needed, nothing compiled.
+    second = _session(tmp_path, site, user, zip_path)
     assert second["enabled"] and second["bake"] == ["FINISHED"]
+    assert second["numba_cache"] == first["numba_cache"]
+    assert second["jit_mtime"] > first["jit_mtime"]
+    assert second["warm"] and not second["warmup_started"]
     assert second["cache_hits"] > 0 and second["cache_misses"] == 0  # loaded, not compiled
