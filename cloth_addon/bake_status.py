@@ -84,7 +84,11 @@ def mark_scene(scene, reason: str) -> None:
 def record(obj) -> None:
     """Called once a bake is written: the bake is up to date with the object as it is now."""
     s = obj.cloth_solver
-    s.bake_fingerprint = fingerprint(obj)
+    try:
+        s.bake_fingerprint = fingerprint(obj)
+    except Exception:  # the status is advisory: it must never fail a bake that is written
+        traceback.print_exc()
+        s.bake_fingerprint = ""  # any later geometry update then marks it outdated
     s.bake_outdated = ""
 
 
@@ -153,6 +157,10 @@ def _settings(mod) -> tuple:
         elif getattr(prop, "is_array", False):
             value = tuple(value)
         out.append((name, value))
+    if mod.type == "NODES":  # Geometry Nodes inputs are ID properties, not RNA properties
+        for key in mod.keys():
+            value = mod[key]
+            out.append((key, repr(getattr(value, "name", value))))
     return tuple(out)
 
 
@@ -218,6 +226,17 @@ def _check(scene, depsgraph) -> None:
 
 
 @bpy.app.handlers.persistent
+def after_undo(*_args):
+    """An undo or redo restores the status with the data; the depsgraph update that follows
+    lists every object it restored (a collider moved back), so evaluate it now, ignored."""
+    with suspended():
+        try:
+            bpy.context.view_layer.update()
+        except Exception:
+            traceback.print_exc()
+
+
+@bpy.app.handlers.persistent
 def on_depsgraph_update(scene, depsgraph=None):
     if _suspended or depsgraph is None:
         return
@@ -227,11 +246,17 @@ def on_depsgraph_update(scene, depsgraph=None):
         traceback.print_exc()
 
 
+HANDLERS = (("depsgraph_update_post", on_depsgraph_update), ("undo_post", after_undo),
+            ("redo_post", after_undo))
+
+
 def register():
-    bpy.app.handlers.depsgraph_update_post.append(on_depsgraph_update)
+    for name, fn in HANDLERS:
+        getattr(bpy.app.handlers, name).append(fn)
 
 
 def unregister():
-    handlers = bpy.app.handlers.depsgraph_update_post
-    while on_depsgraph_update in handlers:
-        handlers.remove(on_depsgraph_update)
+    for name, fn in HANDLERS:
+        handlers = getattr(bpy.app.handlers, name)
+        while fn in handlers:
+            handlers.remove(fn)

@@ -157,17 +157,45 @@ def test_the_status_survives_save_and_reload_and_is_tracked_after_it(tmp_path):
     assert _status(bpy.data.objects["Cloth"]) == ("OUTDATED", "Outdated: 'Cloth' was moved")
 
 
-def _our_handlers() -> int:
-    return sum(h.__module__.endswith("cloth_addon.bake_status")
-               for h in bpy.app.handlers.depsgraph_update_post)
+def test_undo_and_redo_bring_the_status_back_and_mark_nothing_themselves():
+    bpy.ops.ed.undo_push(message="start")  # background Blender's undo stack (see test_undo.py)
+    floor = grid("Floor", 3, size=4.0, location=(0, 0, -1))
+    floor.cloth_solver.role = "COLLIDER"
+    grid("Other", 3, location=(5, 0, 0))
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 3), location=(0, 0, 1))
+    bpy.ops.ed.undo_push(message="scene")
+    assert bpy.ops.cloth_solver.bake("EXEC_DEFAULT", True) == {"FINISHED"}
+    bpy.data.objects["Other"].location.x = 6  # not an input
+    _update()
+    bpy.ops.ed.undo_push(message="other moved")
+    bpy.data.objects["Floor"].location.z = -0.8
+    _update()
+    bpy.ops.ed.undo_push(message="floor moved")
+    assert _status(bpy.data.objects["Cloth"])[0] == "OUTDATED"
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    _update()
+    assert _status(bpy.data.objects["Cloth"])[0] == "BAKED"
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    _update()
+    assert _status(bpy.data.objects["Cloth"])[0] == "BAKED"
+    assert bpy.ops.ed.redo() == {"FINISHED"} and bpy.ops.ed.redo() == {"FINISHED"}
+    _update()
+    assert _status(bpy.data.objects["Cloth"]) == ("OUTDATED", "Outdated: collider 'Floor' changed")
+    del obj
 
 
-def test_the_handler_is_registered_once_and_removed_with_the_add_on(addon_module, scratch_root):
-    assert _our_handlers() == 1
+def _our_handlers() -> list[int]:
+    return [sum(h.__module__.endswith("cloth_addon.bake_status")
+                for h in getattr(bpy.app.handlers, name))
+            for name in ("depsgraph_update_post", "undo_post", "redo_post")]
+
+
+def test_the_handlers_are_registered_once_and_removed_with_the_add_on(addon_module, scratch_root):
+    assert _our_handlers() == [1, 1, 1]
     dev_addon.disable(addon_module)
-    assert _our_handlers() == 0
+    assert _our_handlers() == [0, 0, 0]
     dev_addon.enable(scratch_root)
-    assert _our_handlers() == 1
+    assert _our_handlers() == [1, 1, 1]
 
 
 def test_the_panel_shows_what_acts_as_a_collider_and_the_field_settings():
