@@ -87,6 +87,9 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             col = layout.column()
             col.prop(s, "thickness")
             col.prop(s, "friction")
+            if blender_physics.collision_modifier(context.object) is not None:
+                layout.label(text="These replace the Collision modifier's Thickness Outer and "
+                                  "Friction", icon="INFO")
         elif blender_physics.collision_modifier(context.object) is not None:
             # Blender's Collision modifier makes it a collider unless the user says otherwise.
             col = layout.column(heading="Blender Collision")

@@ -209,6 +209,9 @@ def test_the_panel_shows_what_acts_as_a_collider_and_the_field_settings():
                for kind, t in log if kind == "label")
     wall.cloth_solver.use_collision_modifier = False
     assert not any("Collider from" in t for kind, t in _draw_all(bpy.context) if kind == "label")
+    wall.cloth_solver.role = "COLLIDER"  # our settings win, and the panel says so
+    assert any("replace the Collision modifier's" in t
+               for kind, t in _draw_all(bpy.context) if kind == "label")
     obj = cloth(n=3)
     bpy.context.view_layer.objects.active = obj
     drawn = {name for kind, name in _draw_all(bpy.context) if kind == "prop"}
