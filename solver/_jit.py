@@ -25,6 +25,16 @@ import numba
 if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
     numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
+
+def _libgomp_loaded() -> bool:
+    """True if libgomp is mapped into this process already (Linux; False elsewhere)."""
+    try:
+        with open("/proc/self/maps", "rb") as fh:
+            return b"/libgomp" in fh.read()
+    except OSError:
+        return False
+
+
 # How long an OpenMP worker spins at a barrier before it sleeps (libgomp reads GOMP_SPINCOUNT
 # when numba first loads it, so this must be set before the first parallel kernel runs; it has
 # no effect if something else in the process loaded libgomp first). With libgomp's default
@@ -35,8 +45,14 @@ if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
 # and 16k hanging cloth and the 4k self-collision drape ran as fast as before (four and two
 # alternating pairs, within noise; measured). OMP_WAIT_POLICY=passive was as robust but took
 # 45% longer alone. A user's own GOMP_SPINCOUNT or OMP_WAIT_POLICY wins.
+#
+# OPENMP_SPINS_LONG: the workers spin libgomp's default 300,000 times all the same, because
+# libgomp was loaded before this module (Debian's Blender 3.4 loads it at start); then
+# solver/threads.py runs more than one thread only on cores that are clearly free.
+OPENMP_SPINS_LONG = False
 if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "3000"
+    OPENMP_SPINS_LONG = _libgomp_loaded()
 
 FASTMATH = {"nsz", "arcp", "contract", "afn"}
 

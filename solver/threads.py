@@ -18,18 +18,24 @@ A ``NUMBA_NUM_THREADS`` in the environment is the user's choice and is never cha
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
 
+from . import _jit
 from ._jit import numba
 
 # A count is kept while the free cores stay within (count - DROP, count + RAISE): dropping a
 # thread early matters more (a preempted thread stalls every barrier) than adding one late.
 DROP_MARGIN = 0.5
 RAISE_MARGIN = 0.75
+# Where OpenMP workers spin libgomp's default 300,000 times (_jit.OPENMP_SPINS_LONG), any
+# preemption of a thread stalls its team for long: one thread unless the cores are clearly free.
+SPINNING_DROP_MARGIN = 0.25
+SPINNING_RAISE_MARGIN = 0.9
 MIN_INTERVAL_S = 0.2   # shorter intervals hold too few 10 ms ticks of /proc/stat to judge by
 STALE_S = 10.0         # a reading this old says little about now (a bake started later)
 
@@ -67,18 +73,20 @@ def free_cores(before: CpuReading, after: CpuReading) -> float | None:
     return after.cores * (1.0 - share)
 
 
-def next_thread_count(current: int, free: float, most: int) -> int:
+def next_thread_count(current: int, free: float, most: int, drop: float = DROP_MARGIN,
+                      raise_: float = RAISE_MARGIN) -> int:
     """The thread count for the next frames, given the current one and the free cores.
 
-    Keeps ``current`` while ``free`` lies within (current - DROP_MARGIN, current +
-    RAISE_MARGIN); otherwise moves to the count whose band holds ``free``. Always in
+    Keeps ``current`` while ``free`` lies within (current - drop, current + raise_);
+    otherwise moves to the count whose band holds ``free`` (the bands overlap when
+    drop + raise_ > 1, so a steady reading never moves the count twice). Always in
     [1, most]."""
     current = min(max(current, 1), most)
     free = min(max(free, 1.0), float(most))
-    if free <= current - DROP_MARGIN:
-        return max(1, -int(-(free - DROP_MARGIN) // 1))       # ceil(free - DROP)
-    if free >= current + RAISE_MARGIN:
-        return min(most, int(free + 1.0 - RAISE_MARGIN))      # floor(free + 1 - RAISE)
+    if free <= current - drop:
+        return max(1, math.ceil(free + drop) - 1)    # the largest count whose band holds free
+    if free >= current + raise_:
+        return min(most, math.floor(free - raise_) + 1)  # the smallest one
     return current
 
 
@@ -164,6 +172,7 @@ class ThreadGovernor:
         self._last: CpuReading | None = None
         self._last_t = 0.0
         self._set: int | None = None   # the count this governor last set
+        self.margins: tuple[float, float] | None = None  # (drop, raise), chosen at first use
         self.decisions = 0
 
     @classmethod
@@ -175,6 +184,10 @@ class ThreadGovernor:
         now = numba.get_num_threads()
         if self.most is None or (self._set is not None and now != self._set):
             self.most = now  # numba's count at first use, or one the user set since
+        if self.margins is None:  # the threading layer is known once numba has started it
+            spinning = _jit.OPENMP_SPINS_LONG and numba.threading_layer() == "omp"
+            self.margins = ((SPINNING_DROP_MARGIN, SPINNING_RAISE_MARGIN) if spinning
+                            else (DROP_MARGIN, RAISE_MARGIN))
         return max(1, min(self.most, numba.config.NUMBA_NUM_THREADS))
 
     def observe(self) -> None:
@@ -198,7 +211,7 @@ class ThreadGovernor:
             reading = self.reader()
             free = None if reading is None else free_cores(self._last, reading)
             if free is not None:
-                current = next_thread_count(current, free, most)
+                current = next_thread_count(current, free, most, *self.margins)
                 self.decisions += 1
             self._last, self._last_t = reading, now
         self._apply(current)

@@ -58,14 +58,47 @@ def test_thread_count(current, free, most, expect):
     assert next_thread_count(current, free, most) == expect
 
 
-def test_thread_count_settles_at_once_under_a_steady_load():
+@pytest.mark.parametrize("margins", [(threads.DROP_MARGIN, threads.RAISE_MARGIN),
+                                     (threads.SPINNING_DROP_MARGIN, threads.SPINNING_RAISE_MARGIN)])
+def test_thread_count_settles_at_once_under_a_steady_load(margins):
     """Under a constant free-core reading the count moves at most once: no oscillation."""
     for most in (1, 2, 3, 4, 8, 16):
         for current in range(1, most + 1):
             for free in np.linspace(0.0, most + 1.0, 97):
-                k = next_thread_count(current, free, most)
+                k = next_thread_count(current, free, most, *margins)
                 assert 1 <= k <= most
-                assert next_thread_count(k, free, most) == k, (most, current, free)
+                assert next_thread_count(k, free, most, *margins) == k, (most, current, free)
+
+
+def test_long_spinning_openmp_keeps_to_one_thread_unless_the_cores_are_clearly_free():
+    spinning = (threads.SPINNING_DROP_MARGIN, threads.SPINNING_RAISE_MARGIN)
+    assert next_thread_count(2, 1.7, 2) == 2                 # a little load: both threads
+    assert next_thread_count(2, 1.7, 2, *spinning) == 1      # but a preemption costs much
+    assert next_thread_count(1, 1.85, 2, *spinning) == 1
+    assert next_thread_count(1, 1.95, 2, *spinning) == 2
+
+
+@pytest.mark.parametrize("env, preload, expect", [
+    ({}, False, "False"),
+    ({}, True, "True"),                        # the host loaded libgomp first
+    ({"GOMP_SPINCOUNT": "300"}, True, "False"),  # the user's own setting reached libgomp
+])
+def test_libgomp_loaded_before_the_solver_is_detected(env, preload, expect):
+    import ctypes.util
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not sys.platform.startswith("linux") or ctypes.util.find_library("gomp") is None:
+        pytest.skip("needs Linux and libgomp")
+    probe = ("import ctypes, ctypes.util\n"
+             + ("ctypes.CDLL(ctypes.util.find_library('gomp'))\n" if preload else "")
+             + "import solver._jit as j\nprint(j.OPENMP_SPINS_LONG)")
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=Path(threads.__file__).parent.parent,
+                         env={**base, **env}, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == expect
 
 
 def test_thread_count_settles_when_our_threads_change_what_others_get():
@@ -218,3 +251,14 @@ def test_the_first_frame_is_judged_from_a_reading_taken_at_setup(restore_threads
     m.others = 1.0
     m.advance(0.5)
     assert g.before_frame() == 1
+
+
+@two_threads
+def test_the_governor_is_stricter_where_openmp_spins_long(monkeypatch, restore_threads):
+    monkeypatch.setattr(threads._jit, "OPENMP_SPINS_LONG", True)
+    m = Machine()
+    g = ThreadGovernor(reader=m.read, most=2, clock=lambda: m.t)
+    g.before_frame()
+    m.others = 0.3                                    # a third of a core taken
+    m.advance(1.0)
+    assert g.before_frame() == (1 if numba.threading_layer() == "omp" else 2)
