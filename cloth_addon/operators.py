@@ -22,7 +22,7 @@ from .mesh_io import BakeError
 # Seconds of simulation per modal timer event: long enough to be efficient, short enough that
 # the UI stays responsive and Esc is seen promptly.
 MODAL_SLICE_S = 0.1
-# Longest a script's bake waits for the background compilation before compiling itself.
+# Longest a script's bake waits for another Blender's background compilation.
 WARMUP_WAIT_S = 900.0
 
 
@@ -89,10 +89,10 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
 
     def execute(self, context):
         log = (lambda text: print(text, flush=True)) if bpy.app.background else None
-        if warmup.running():  # it compiles the kernels this bake needs: load them after it
+        if warmup.running():  # compiling kernels in the background: see warmup.py
             if log:
-                log("cloth_solver: waiting for the solver kernels compiling in the background")
-            warmup.wait(timeout=WARMUP_WAIT_S)
+                log("cloth_solver: stopping the background compilation of the solver kernels")
+            warmup.make_way(timeout=WARMUP_WAIT_S)
         job = self._start(context, log)
         if job is None:
             return _fail(self, self._error)
@@ -112,7 +112,9 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         if bpy.app.background or context.window is None:
             return self.execute(context)
         # Kernels not compiled yet (reading the scene compiles some): say so first, and start
-        # on a timer event once the message is drawn, after the background warm-up if it runs.
+        # on a timer event once the message is drawn (after another Blender's warm-up; this
+        # session's stops: see warmup.py).
+        warmup.stop()
         self._compiling = not warmup.kernels_ready()
         if not self._compiling:
             self._job = self._start(context)

@@ -4,10 +4,16 @@ When the add-on is enabled in a session with a UI, ``start()`` runs ``python -m 
 (solver/warmup.py) in a separate process, with Blender's own Python, numba and numpy, writing
 into the same numba cache directory: Blender's UI and Python stay responsive, and the first
 *Bake Cloth* loads the kernels instead of compiling them (20-35 s, minutes on a busy machine).
-A finished warm-up leaves a marker there, so later sessions start nothing. A bake started while
-the warm-up still runs waits for it (two processes compiling the same kernels would only slow
-each other down, and numba's index files are rewritten whole, so one could drop the other's
-entries); a bake that has to compile says so in the status bar and the panel.
+A finished warm-up leaves a marker there, so later sessions start nothing.
+
+A bake started while the warm-up still runs stops it, loads what it has cached so far (the
+warm-up compiles what most bakes need first) and compiles the rest itself: waiting for the
+whole warm-up took longer than compiling (it also compiles what other bakes need), and two
+processes compiling at once are not safe: numba picks a new entry's data file name from the
+index it read, so two processes saving two signatures of one kernel at the same moment can
+leave one signature's index entry naming the other's code. A warm-up of another Blender (one
+this session did not start) is waited for instead. A bake that compiles says so in the status
+bar and the panel; the next session's warm-up compiles what is still missing.
 
 ``CLOTH_SOLVER_WARMUP``: ``0`` never starts it; ``1`` starts it also without a UI
 (``blender -b``, the bpy module: there a script bakes at once, and the warm-up would only
@@ -141,6 +147,27 @@ def is_warm() -> bool:
 def kernels_ready() -> bool:
     """True if a bake would load (not compile) its kernels."""
     return _loaded or is_warm()
+
+
+def stop() -> bool:
+    """Stop this session's warm-up if it runs (what it cached so far stays: numba writes each
+    file whole, through a temporary file); True if it stopped one."""
+    if _process is None or _process.poll() is not None:
+        return False
+    _process.terminate()
+    try:
+        _process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        _process.kill()
+        _process.wait()
+    return True
+
+
+def make_way(timeout: float | None = None) -> bool:
+    """Before a bake: stop this session's warm-up, wait for another Blender's. False if that
+    one still runs after ``timeout`` seconds."""
+    stop()
+    return wait(timeout)
 
 
 def wait(timeout: float | None = None) -> bool:

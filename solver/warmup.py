@@ -96,18 +96,23 @@ def _pieces(material_full: MaterialParams) -> tuple[ClothSetup, ...]:
             ClothSetup(top, material_full))
 
 
-def _colliders() -> tuple[Collider, ...]:
+def _colliders(analytic: bool = False) -> tuple[Collider, ...]:
+    """A static box, a box rising under the cloth and one pushed up through it (the add-on's
+    colliders are meshes); ``analytic``: also a sphere and a plane (scene files)."""
     box = _box((0.12, 0.12, 0.05), 0.06)
     rising = np.repeat(box.positions[None], FRAMES + 1, axis=0)
     rising[:, :, 2] += np.linspace(0.0, 0.04, FRAMES + 1)[:, None]
     moving = _box((-0.12, -0.12, 0.05), 0.06)
     pushed = np.repeat(moving.positions[None], FRAMES + 1, axis=0)
     pushed[:, :, 2] += np.linspace(0.0, 0.08, FRAMES + 1)[:, None]
+    meshes = (Collider("mesh", mesh=_box((0.12, -0.12, 0.05), 0.06)),
+              Collider("mesh", mesh=box, positions=rising, friction=0.0),
+              Collider("mesh", mesh=moving, positions=pushed))
+    if not analytic:
+        return meshes
     return (Collider("sphere", center=np.array([0.0, 0.0, 0.0]), radius=0.11),
             Collider("plane", point=np.array([0.0, 0.0, 0.1]), normal=np.array([0.0, 0.0, 1.0])),
-            Collider("mesh", mesh=_box((0.12, -0.12, 0.05), 0.06)),
-            Collider("mesh", mesh=box, positions=rising, friction=0.0),
-            Collider("mesh", mesh=moving, positions=pushed))
+            *meshes)
 
 
 def _far(colliders) -> tuple[Collider, ...]:
@@ -127,31 +132,41 @@ def _far(colliders) -> tuple[Collider, ...]:
 
 
 def scenes() -> list[tuple[str, SimulationSpec]]:
-    """(name, spec) of every warm-up simulation."""
+    """(name, spec) of every warm-up simulation, what most bakes run first: a bake that starts
+    while the warm-up runs stops it and compiles the rest itself (cloth_addon/warmup.py), so
+    the earlier a kernel compiles here, the likelier it helps."""
     from .presets import load_preset
 
     full = load_preset("denim")
     wind = Wind(velocity=np.array([1.0, 0.0, 0.0]), turbulence=1.0)
-    settings = [("implicit", SolverSettings(model="implicit"))]
-    settings += [(f"mass_spring/{name}", SolverSettings(model="mass_spring", integrator=name))
-                 for name in INTEGRATOR_NAMES]
-    out = []
-    for label, base in settings:
+    models = [("implicit", SolverSettings(model="implicit"))]
+    models += [(f"mass_spring/{name}", SolverSettings(model="mass_spring", integrator=name))
+               for name in INTEGRATOR_NAMES]
+    out, analytic = [], []
+    for label, base in models:
         for self_collision in (False, True):
             s = dataclasses.replace(base, self_collision=self_collision)
-            out.append((f"{label}{' self' if self_collision else ''} colliders",
+            name = f"{label}{', self-collision' if self_collision else ''}"
+            out.append((f"{name}, mesh colliders",
                         SimulationSpec(_pieces(full), s, frames=FRAMES, wind=wind,
                                        colliders=_colliders())))
-        # colliders far below: no contact at all (numba types a column of an empty or one-row
-        # array as contiguous, so a kernel meets other argument types than with contacts)
-        out.append((f"{label} self far colliders",
-                    SimulationSpec(_pieces(full), dataclasses.replace(base, self_collision=True),
-                                   frames=FRAMES, colliders=_far(_colliders()))))
+            # colliders far below, no contact at all: numba types a column of an empty or
+            # one-row array as contiguous, so kernels meet other argument types than with
+            # contacts
+            out.append((f"{name}, mesh colliders far",
+                        SimulationSpec(_pieces(full), s, frames=FRAMES,
+                                       colliders=_far(_colliders()))))
+            analytic.append((f"{name}, sphere, plane and mesh colliders",
+                             SimulationSpec(_pieces(full), s, frames=FRAMES, wind=wind,
+                                            colliders=_colliders(analytic=True))))
+            analytic.append((f"{name}, sphere, plane and mesh colliders far",
+                             SimulationSpec(_pieces(full), s, frames=FRAMES,
+                                            colliders=_far(_colliders(analytic=True)))))
         # a single piece alone in still air: the paths without colliders, wind or pieces
         alone = ClothSetup(grid_mesh((0.3, 0.3), (6, 6), (0.0, 0.0, 1.0)), full,
                            np.array([0, 5], dtype=np.int64))
-        out.append((f"{label} alone", SimulationSpec(alone, base, frames=FRAMES)))
-    return out
+        out.append((f"{label}, alone", SimulationSpec(alone, base, frames=FRAMES)))
+    return out + analytic
 
 
 def warm_up(log=None) -> float:

@@ -1,6 +1,6 @@
 """The background compilation of the solver's kernels (cloth_addon/warmup.py): off without a UI
-unless asked for, one at a time, a bake started meanwhile waits for it, and once it finished
-later sessions start nothing."""
+unless asked for, one at a time, a bake started meanwhile stops it, and once one finished later
+sessions start nothing."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_runs_blenders_own_python(warmup, monkeypatch):
         assert Path(sys.prefix) in found.parents and found.name.startswith("python")
 
 
-def test_warmup_runs_once_a_bake_waits_for_it_and_later_sessions_skip_it(warmup, monkeypatch):
+def test_warmup_runs_once_a_bake_stops_it_and_a_finished_one_is_not_run_again(warmup,
+                                                                             monkeypatch):
     monkeypatch.setenv(warmup.ENV, "1")
     cache = Path(os.environ["NUMBA_CACHE_DIR"])
     marker = cache / warmup.solver_warmup.MARKER_NAME
@@ -51,7 +52,13 @@ def test_warmup_runs_once_a_bake_waits_for_it_and_later_sessions_skip_it(warmup,
 
     scenes.cloth("Cloth", n=4, frames=(1, 2), location=(0, 0, 1))
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
-    assert not warmup.running()  # the bake waited for it
+    # the bake stopped it (and compiled what it had not yet) rather than wait for all of it
+    assert not warmup.running() and warmup._process.returncode != 0
+    assert not marker.exists()
+
+    monkeypatch.setattr(warmup, "_process", None)
+    assert warmup.start() == "started"  # e.g. the next session
+    assert warmup.wait(timeout=900)
     log = (cache / warmup.LOG_NAME).read_text()
     assert warmup._process.returncode == 0, log
     assert "warmup: done" in log
@@ -60,5 +67,5 @@ def test_warmup_runs_once_a_bake_waits_for_it_and_later_sessions_skip_it(warmup,
 
     monkeypatch.setattr(warmup, "_warm", False)
     monkeypatch.setattr(warmup, "_process", None)
-    assert warmup.start() == "warm"  # the next session: nothing to do
+    assert warmup.start() == "warm"  # a finished warm-up: nothing to do
     assert warmup._process is None
