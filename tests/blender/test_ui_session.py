@@ -61,6 +61,15 @@ def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_
     def bake_of(step):
         return {k: step[k] for k in ("keys", "key_sum", "baked", "model", "modifier")}
 
+    # The bake status in a real window: the modal bake (keys written, modifier switched off,
+    # redraws after it) does not outdate itself; undo/redo bring the status back with the bake;
+    # the settings the script changed before the Esc'd bake outdate it until undone.
+    assert steps["start"]["status"] == "Not baked"
+    assert steps["baked"]["status"] == "Baked frames 1-12 (implicit)"
+    assert steps["undo"]["status"] == "Not baked"
+    assert steps["redo"]["status"] == "Baked frames 1-12 (implicit)"
+    assert steps["esc"]["status"] == "Outdated: the cloth settings of 'Cloth' changed"
+    assert steps["undo after esc"]["status"] == "Baked frames 1-12 (implicit)"
     esc = steps["esc"]
     assert bake_of(esc) == bake_of(baked) and esc["jobs"] == 0  # Esc: nothing written
     assert (esc["solver"], esc["frame_end"]) == ("MASS_SPRING", 2000)

@@ -29,8 +29,16 @@ def _running_jobs() -> list:
     return list(bake._running)
 
 
+def _status(obj) -> str:
+    """The bake status the panel shows (bake_status.py), e.g. 'Not baked', 'Outdated: ...'."""
+    module = next(m for name, m in sys.modules.items()
+                  if name.endswith("cloth_solver.cloth_addon.bake_status"))
+    return module.status(obj, bpy.context.scene)[1]
+
+
 def state() -> dict:
-    """What the bake writes, in JSON-able form (key names, a checksum of their coordinates)."""
+    """What the bake writes, in JSON-able form (key names, a checksum of their coordinates),
+    and the bake status."""
     obj = bpy.data.objects["Cloth"]
     s = obj.cloth_solver
     key = obj.data.shape_keys
@@ -38,7 +46,8 @@ def state() -> dict:
     total = sum(sum(c for d in kb.data for c in d.co) for kb in key.key_blocks) if key else 0.0
     return dict(keys=names, key_sum=total, baked=s.is_baked, model=s.bake_model,
                 solver=s.solver, frame_end=bpy.context.scene.cloth_solver.frame_end,
-                modifier=obj.modifiers["Lift"].show_viewport, jobs=len(_running_jobs()))
+                modifier=obj.modifiers["Lift"].show_viewport, jobs=len(_running_jobs()),
+                status=_status(obj))
 
 
 def record(name: str) -> None:
@@ -91,6 +100,7 @@ def steps():
     click_bake()  # the modal bake: timer events step it, the last one writes the keys
     yield from until(baked)
     yield 0.2  # Blender pushes the operator's undo step after its last modal call
+    yield 0.3  # redraws: the depsgraph updates of the written keys reach the status handler
     record("baked")
     with window_context():
         bpy.ops.ed.undo()
