@@ -65,11 +65,25 @@ def status(obj, scene) -> tuple[str, str]:
     return "BAKED", f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} ({s.bake_model})"
 
 
-def mark(obj, reason: str) -> None:
-    """Mark a baked cloth outdated (the first reason is kept until the next bake)."""
+def mark(obj, reason: str) -> bool:
+    """Mark a baked cloth outdated (the first reason is kept until the next bake); True if this
+    changed its status."""
     s = obj.cloth_solver
     if s.is_baked and not s.bake_outdated:
         s.bake_outdated = reason
+        _redraw_properties()
+        return True
+    return False
+
+
+def _redraw_properties() -> None:
+    """Properties editors show the status; a value set from a handler redraws nothing by
+    itself (seen in a real window: the panel kept 'Baked' until the mouse moved over it)."""
+    wm = getattr(bpy.context, "window_manager", None)
+    for window in (wm.windows if wm is not None else ()):
+        for area in window.screen.areas:
+            if area.type == "PROPERTIES":
+                area.tag_redraw()
 
 
 def mark_scene(scene, reason: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bpy
 
-from . import bake_status, blender_physics, presets
+from . import bake_status, blender_physics, presets, units
 from .properties import MATERIAL_SPECS, prop_name
 
 STIFFNESS = ("stretch_stiffness", "stretch_stiffness_weft", "shear_stiffness", "bend_stiffness")
@@ -96,9 +96,10 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             col.prop(s, "use_collision_modifier", text="Collider")
             col.prop(context.scene.cloth_solver, "use_collision_modifiers", text="In Scene")
             if blender_physics.uses_collision_modifier(context.object, context.scene):
-                c = context.object.collision
-                layout.label(text=f"Collider from the Collision modifier: friction "
-                                  f"{c.cloth_friction * blender_physics.CLOTH_FRICTION_TO_MU:.2f}",
+                thickness, mu = blender_physics.collision_settings(
+                    context.object, units.metres_per_unit(context.scene))
+                layout.label(text=f"Collider from its Collision modifier: thickness "
+                                  f"{1e3 * thickness:.3g} mm, friction coefficient {mu:.2f}",
                              icon="MOD_PHYSICS")
         else:
             layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")

@@ -205,7 +205,8 @@ def test_the_panel_shows_what_acts_as_a_collider_and_the_field_settings():
     bpy.context.view_layer.objects.active = wall
     log = _draw_all(bpy.context)
     assert ("prop", "use_collision_modifier") in log and ("prop", "use_collision_modifiers") in log
-    assert any("Collider from the Collision modifier: friction 0.40" in t
+    assert any("Collider from its Collision modifier: thickness 20 mm, friction coefficient "
+               "0.40" in t
                for kind, t in log if kind == "label")
     wall.cloth_solver.use_collision_modifier = False
     assert not any("Collider from" in t for kind, t in _draw_all(bpy.context) if kind == "label")
