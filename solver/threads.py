@@ -171,7 +171,8 @@ class ThreadGovernor:
         self.clock = clock
         self._last: CpuReading | None = None
         self._last_t = 0.0
-        self._set: int | None = None   # the count this governor last set
+        self._set: int | None = None   # the count this governor last gave numba
+        self.count: int | None = None  # the count it decided on (kept after release)
         self.margins: tuple[float, float] | None = None  # (drop, raise), chosen at first use
         self.decisions = 0
 
@@ -196,29 +197,32 @@ class ThreadGovernor:
         if self.enabled and (self._last is None
                              or self.clock() - self._last_t > self.stale_s):
             self._last, self._last_t = self.reader(), self.clock()
+            self.count = None
 
     def before_frame(self) -> int:
         """Called before each frame is stepped; returns the thread count it runs with."""
         if not self.enabled:
             return numba.get_num_threads()
         most = self._cap()
-        current = self._set if self._set is not None else most
-        current = min(current, most)
         now = self.clock()
         if self._last is None or now - self._last_t > self.stale_s:
             self._last, self._last_t = self.reader(), now
-        elif now - self._last_t >= self.min_interval_s:
+            self.count = None  # an old decision says little about now
+        current = min(self.count if self.count is not None else most, most)
+        if now - self._last_t >= self.min_interval_s:
             reading = self.reader()
             free = None if reading is None else free_cores(self._last, reading)
             if free is not None:
                 current = next_thread_count(current, free, most, *self.margins)
                 self.decisions += 1
             self._last, self._last_t = reading, now
+        self.count = current
         self._apply(current)
         return current
 
     def release(self) -> None:
-        """Give the thread that stepped back its full count (a bake ended)."""
+        """Give the thread that stepped back its full count (a simulation ended); the decided
+        count is kept for the next simulation's first frames."""
         if self.enabled and self._set is not None and self.most is not None:
             self._apply(max(1, min(self.most, numba.config.NUMBA_NUM_THREADS)))
 

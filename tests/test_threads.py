@@ -262,3 +262,25 @@ def test_the_governor_is_stricter_where_openmp_spins_long(monkeypatch, restore_t
     m.others = 0.3                                    # a third of a core taken
     m.advance(1.0)
     assert g.before_frame() == (1 if numba.threading_layer() == "omp" else 2)
+
+
+@two_threads
+def test_the_next_simulation_starts_with_the_count_decided_last(restore_threads):
+    """A simulation that ends gives the stepping thread its full count back; the next one
+    starts from the count decided last, unless that decision is stale."""
+    m = Machine()
+    g = ThreadGovernor(reader=m.read, most=2, clock=lambda: m.t)
+    g.before_frame()
+    m.others = 1.0
+    m.advance(0.5)
+    assert g.before_frame() == 1
+    g.release()
+    assert numba.get_num_threads() == 2
+    g.observe()                                        # the next simulation is set up
+    m.advance(0.05)
+    assert g.before_frame() == 1 == numba.get_num_threads()
+    g.release()
+    m.advance(60.0)
+    g.observe()
+    m.advance(0.05)
+    assert g.before_frame() == 2
