@@ -186,7 +186,7 @@ class Simulation:
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
         self.solver.collision_stats = CollisionStats()
-        wind = wind_field(self.spec.wind, self.solver.x, t)
+        wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t)
         # as many threads as the cores other programs leave free (results do not depend on it)
         threads.governor().before_frame()
         start = time.perf_counter()

@@ -101,6 +101,8 @@ class SimulationSpec:
         gravity: gravitational acceleration [m/s²], shape (3,).
         wind: air motion.
         colliders: bodies the cloth collides with.
+        wind_frames: optional air motion per frame (an animated wind): ``frames + 1`` Winds,
+            entry f acting from frame f to f + 1; None = ``wind`` throughout.
     """
 
     cloth: ClothSetup | tuple[ClothSetup, ...]
@@ -110,6 +112,16 @@ class SimulationSpec:
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
     wind: Wind = field(default_factory=Wind)
     colliders: tuple[Collider, ...] = ()
+    wind_frames: tuple[Wind, ...] | None = None
+
+    def __post_init__(self):
+        if self.wind_frames is not None and len(self.wind_frames) < self.frames:
+            raise ValueError(f"wind_frames: {len(self.wind_frames)} winds for {self.frames} "
+                             "frames; give one per frame (frames + 1)")
+
+    def wind_at(self, frame: int) -> Wind:
+        """The wind acting from frame ``frame`` to ``frame + 1``."""
+        return self.wind if self.wind_frames is None else self.wind_frames[frame]
 
     def pieces(self) -> tuple[ClothSetup, ...]:
         """The cloths as a tuple (one element for a single cloth)."""

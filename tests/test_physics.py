@@ -319,6 +319,23 @@ def test_wind_pushes_cloth_downwind_and_turbulence_is_seeded(model):
     assert np.abs(g1 - g3.positions[-1]).max() > 1e-4
 
 
+def test_a_wind_per_frame_acts_from_its_frame_on():
+    """wind_frames[f] acts from frame f to f + 1 (an animated wind field in Blender): the frames
+    before the wind changes are those of the steady wind, the later ones differ."""
+    mat = dataclasses.replace(SOFT, air_drag=0.5)
+    base = hanging_cloth(7, mat, settings("implicit"), size=0.3, frames=6)
+    steady = Wind(velocity=np.array([1.0, 0.0, 0.0]))
+    a = simulate(dataclasses.replace(base, wind=steady)).positions
+    same = simulate(dataclasses.replace(base, wind_frames=(steady,) * 7)).positions
+    assert a.tobytes() == same.tobytes()
+    gust = Wind(velocity=np.array([6.0, 0.0, 0.0]))
+    b = simulate(dataclasses.replace(base, wind_frames=(steady,) * 3 + (gust,) * 4)).positions
+    assert b[:4].tobytes() == a[:4].tobytes()  # frames 0-3: the steady wind
+    assert b[-1][:, 0].mean() > a[-1][:, 0].mean() + 1e-3  # then blown further
+    with pytest.raises(ValueError, match="wind_frames: 3 winds for 6 frames"):
+        dataclasses.replace(base, wind_frames=(steady,) * 3)
+
+
 @pytest.mark.parametrize("model", list(MODELS))
 def test_pieces_simulated_together_move_as_they_do_alone(model):
     """Two cloths of different materials and pins in one simulation: each piece's motion is
