@@ -108,8 +108,7 @@ class _Reading:
     offsets: dict = field(default_factory=dict)  # user shape-key offsets (frames + 1, V, 3)
     collider_first: dict = field(default_factory=dict)  # collider PolyMesh at the first frame
     collider_positions: dict = field(default_factory=dict)  # (frames + 1, V, 3)
-    field_winds: dict = field(default_factory=dict)  # FieldWind at the first frame
-    field_changed: list = field(default_factory=list)  # fields whose wind changes later
+    field_winds: dict = field(default_factory=dict)  # a FieldWind per frame
 
 
 def supports_multi_piece() -> bool:
@@ -199,7 +198,7 @@ class BakeJob:
             self.warnings.append(note)
         with bake_status.suspended():
             inputs, colliders, field_winds = self._read_scene(context, cloths, colliders, fields)
-        self.wind = self._wind(field_winds)
+        self.wind, self.wind_frames = self._wind(field_winds)
         self.groups = self._build(inputs, colliders)
         self.total_frames = len(self.groups) * self.frames
         self.frames_done = 0
@@ -271,9 +270,6 @@ class BakeJob:
                     self._read_frames(context, cloths, colliders, fields, r)
                 finally:
                     scene.frame_set(frame_before)
-        for name in r.field_changed:
-            self.warnings.append(f"force field '{name}' changes during the bake; its state at "
-                                 f"frame {self.frame_start} is used for the whole bake")
         inputs = []
         for obj in cloths:
             idx, weights = pins[obj.name]
@@ -293,7 +289,7 @@ class BakeJob:
             result.append(Collider(kind="mesh", mesh=collider_first[obj.name],
                                    thickness=thickness, friction=friction,
                                    positions=pos if moving else None))
-        return inputs, tuple(result), list(r.field_winds.values())
+        return inputs, tuple(result), r.field_winds
 
     def _read_frames(self, context, cloths, colliders, fields, r: "_Reading"):
         """Read every frame of the range into ``r`` (see _read_scene); world positions in m."""
@@ -301,7 +297,6 @@ class BakeJob:
         pins, positions0, pin_targets, matrices, offsets = (
             r.pins, r.positions0, r.pin_targets, r.matrices, r.offsets)
         collider_first, collider_positions = r.collider_first, r.collider_positions
-        field_winds, field_changed = r.field_winds, r.field_changed
         for i in range(n):
             scene.frame_set(self.frame_start + i)
             depsgraph = context.evaluated_depsgraph_get()
@@ -324,13 +319,8 @@ class BakeJob:
                 centre = np.mean([positions0[o.name].positions.mean(axis=0)
                                   for o in cloths], axis=0) / metres
             for obj in fields:
-                wind = blender_physics.field_wind(
-                    obj, depsgraph, centre, scene.cloth_solver.field_speed, metres)
-                if i == 0:
-                    field_winds[obj.name] = wind
-                elif obj.name not in field_changed and \
-                        not wind.close_to(field_winds[obj.name]):
-                    field_changed.append(obj.name)
+                r.field_winds.setdefault(obj.name, []).append(blender_physics.field_wind(
+                    obj, depsgraph, centre, scene.cloth_solver.field_speed, metres))
             for obj in colliders:
                 ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres)
                 if i == 0:
@@ -343,18 +333,30 @@ class BakeJob:
                         "their topology")
                 collider_positions[obj.name][i] = ev.positions
 
-    def _wind(self, field_winds) -> Wind:
-        """The scene's wind (Blender units -> m/s and m) plus the force fields'."""
+    def _wind(self, field_winds: dict) -> tuple[Wind, tuple[Wind, ...] | None]:
+        """The scene's wind (Blender units -> m/s and m) plus the force fields', at the first
+        frame, and per frame when a field is animated (else None)."""
         base = wind_from_props(self.scene.cloth_solver)
-        velocity, turbulence, scale = blender_physics.combine(
-            base.velocity * self.metres, base.turbulence, base.turbulence_scale * self.metres,
-            field_winds)
-        for f in field_winds:
-            speed = float(np.linalg.norm(f.velocity))
-            self.notes.append(f"force field '{f.name}': wind {speed:.3g} m/s, gusts "
-                              f"{f.turbulence:.3g} m/s r.m.s.")
-        return Wind(velocity=velocity, turbulence=turbulence, turbulence_scale=scale,
-                    turbulence_frequency=base.turbulence_frequency, seed=base.seed)
+
+        def at(i: int) -> Wind:
+            velocity, turbulence, scale = blender_physics.combine(
+                base.velocity * self.metres, base.turbulence,
+                base.turbulence_scale * self.metres, [w[i] for w in field_winds.values()])
+            return Wind(velocity=velocity, turbulence=turbulence, turbulence_scale=scale,
+                        turbulence_frequency=base.turbulence_frequency, seed=base.seed)
+
+        animated = False
+        for name, winds in field_winds.items():
+            f = winds[0]
+            self.notes.append(f"force field '{name}': wind {np.linalg.norm(f.velocity):.3g} "
+                              f"m/s, gusts {f.turbulence:.3g} m/s r.m.s.")
+            if any(not w.close_to(f) for w in winds[1:]):
+                animated = True
+                self.notes.append(f"force field '{name}' is animated: its wind is read at every "
+                                  "frame")
+        if not animated:
+            return at(0), None
+        return at(0), tuple(at(i) for i in range(self.frames + 1))
 
     @staticmethod
     def _pins(obj):
@@ -371,7 +373,8 @@ class BakeJob:
     def _spec(self, cloth, colliders, settings) -> SimulationSpec:
         scene = self.scene
         return SimulationSpec(cloth, settings, frames=self.frames, fps=frame_rate(scene),
-                              gravity=units.gravity(scene), wind=self.wind, colliders=colliders)
+                              gravity=units.gravity(scene), wind=self.wind, colliders=colliders,
+                              wind_frames=self.wind_frames)
 
     def _build(self, inputs, colliders) -> list[Group]:
         """Cloths with equal solver settings simulate together (one model, shared colliders);

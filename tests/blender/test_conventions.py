@@ -169,18 +169,42 @@ def test_a_field_bakes_like_the_same_scene_wind():
     np.testing.assert_allclose(with_field, with_scene_wind, atol=1e-5)
 
 
-def test_an_animated_field_uses_its_start_state_and_says_so():
-    cloth(n=3, frames=(1, 4), location=(0, 0, 1))
-    wind = _field("WIND", strength=100.0)
+def test_an_animated_field_drives_the_wind_frame_by_frame():
+    obj = cloth(n=5, pins=[20, 24], frames=(1, 5), location=(0, 0, 1))
+    wind = _field("WIND", location=(0, -2, 1), rotation=(-math.pi / 2, 0, 0), strength=100.0)
     wind.field.keyframe_insert("strength", frame=1)
-    wind.field.strength = 400.0
-    wind.field.keyframe_insert("strength", frame=4)
+    wind.field.strength = 500.0
+    wind.field.keyframe_insert("strength", frame=5)
+    for fc in _fcurves(wind):
+        for kp in fc.keyframe_points:
+            kp.interpolation = "LINEAR"
     bpy.context.scene.frame_set(3)
     job = _job()
-    np.testing.assert_allclose(job.groups[0].simulation.spec.wind.velocity, [0, 0, 1.0],
-                               atol=1e-5)
-    assert any("force field 'Wind' changes during the bake; its state at frame 1 is used" in w
-               for w in job.warnings)
+    spec = job.groups[0].simulation.spec
+    # Frame f's field strength (100, 200, ..., 500) acts from frame f to f + 1, along +Y.
+    np.testing.assert_allclose([w.velocity for w in spec.wind_frames],
+                               [[0, s, 0] for s in (1.0, 2.0, 3.0, 4.0, 5.0)], atol=1e-5)
+    np.testing.assert_allclose(spec.wind.velocity, [0, 1.0, 0], atol=1e-5)
+    assert "force field 'Wind' is animated: its wind is read at every frame" in job.notes
+    assert bpy.context.scene.frame_current == 3
+    # End to end: the first step is the steady 1 m/s wind's, the later ones blow harder.
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    animated = np.stack([evaluated_world(obj, f) for f in range(1, 6)])
+    bpy.data.objects.remove(wind)
+    bpy.context.scene.cloth_solver.wind_velocity = (0.0, 1.0, 0.0)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    steady = np.stack([evaluated_world(obj, f) for f in range(1, 6)])
+    np.testing.assert_allclose(animated[:2], steady[:2], atol=1e-6)
+    assert animated[-1][:, 1].mean() > steady[-1][:, 1].mean() + 1e-3
+
+
+def _fcurves(obj):
+    """The object's F-curves (action.fcurves before Blender 4.4, the slot's channelbag after)."""
+    action = obj.animation_data.action
+    if hasattr(action, "fcurves"):
+        return action.fcurves
+    from bpy_extras import anim_utils
+    return anim_utils.action_get_channelbag_for_slot(action, obj.animation_data.action_slot).fcurves
 
 
 # ---- unit scale ----
