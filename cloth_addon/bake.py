@@ -251,7 +251,7 @@ class BakeJob:
 
     def _read_scene(self, context, cloths, colliders, fields):
         """Evaluate every frame once; returns per-cloth ClothInputs, the Colliders and what each
-        force field adds to the wind (at the start frame)."""
+        force field adds to the wind at every frame."""
         scene = self.scene
         frame_before = scene.frame_current
         r = _Reading(pins={o.name: self._pins(o) for o in cloths})
