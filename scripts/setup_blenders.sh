@@ -5,13 +5,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+is_python313() {  # a pyenv shim is on PATH even where its version is not active: run it
+    [ -n "$1" ] && "$1" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null
+}
+
 find_python313() {
-    if [ -n "${PYTHON313:-}" ]; then echo "$PYTHON313"; return; fi
-    if command -v python3.13 >/dev/null; then command -v python3.13; return; fi
+    local candidate version
+    for candidate in "${PYTHON313:-}" "$(command -v python3.13 || true)"; do
+        if is_python313 "$candidate"; then echo "$candidate"; return; fi
+    done
     if command -v pyenv >/dev/null; then
-        local version
         version=$(pyenv versions --bare 2>/dev/null | grep -E '^3\.13(\.[0-9]+)?$' | sort -V | tail -n 1)
-        if [ -n "$version" ]; then PYENV_VERSION=$version pyenv which python3.13; return; fi
+        if [ -n "$version" ]; then
+            candidate=$(PYENV_VERSION=$version pyenv which python3.13)
+            if is_python313 "$candidate"; then echo "$candidate"; return; fi
+        fi
     fi
     echo "setup_blenders: Python 3.13 is needed for the Blender 5.2 tests (the bpy 5.2 wheel" \
          "is built for it) and none was found: install it (for example 'pyenv install 3.13')" \
@@ -28,4 +36,5 @@ make_venv() {  # folder, python, requirements file
 }
 
 make_venv .venv-bpy42 "${PYTHON:-python3}" requirements-blender-4.2.txt
-make_venv .venv-bpy52 "$(find_python313)" requirements-blender-5.2.txt
+python313=$(find_python313)  # on its own line so that set -e stops here if none is found
+make_venv .venv-bpy52 "$python313" requirements-blender-5.2.txt
