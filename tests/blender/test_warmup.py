@@ -4,13 +4,18 @@ sessions start nothing."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import bpy
 import pytest
 import scenes
+
+MESSAGE = "Compiling solver kernels (first bake only)…"
 
 
 @pytest.fixture
@@ -69,3 +74,29 @@ def test_warmup_runs_once_a_bake_stops_it_and_a_finished_one_is_not_run_again(wa
     monkeypatch.setattr(warmup, "_process", None)
     assert warmup.start() == "warm"  # a finished warm-up: nothing to do
     assert warmup._process is None
+
+
+@pytest.mark.skipif(
+    not bpy.app.binary_path or bpy.app.version >= (4, 2, 0) or not shutil.which("xvfb-run"),
+    reason="runs Debian's blender with a window under Xvfb (xvfb-run) with the legacy add-on")
+def test_first_bake_in_a_window_says_it_compiles_then_the_next_one_starts_at_once(
+        tmp_path, scratch_root):
+    out = tmp_path / "session.json"
+    env = {k: v for k, v in os.environ.items() if k != "CLOTH_SOLVER_NO_EXIT"}
+    env["BLENDER_USER_SCRIPTS"] = str(scratch_root)
+    env["CLOTH_SOLVER_WARMUP"] = "0"
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24", bpy.app.binary_path,
+           "--factory-startup", "--addons", "cloth_solver", "--python",
+           str(Path(__file__).resolve().parent / "warmup_ui_session.py"), "--", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    log = run.stdout[-4000:] + run.stderr[-4000:]
+    assert out.is_file(), log
+    result = json.loads(out.read_text())
+    assert "error" not in result, result.get("error", "") + log
+    assert result["first click"] == ["RUNNING_MODAL"]
+    # the scene is read on a later timer event, once the message is drawn
+    assert result["after the click"] == {"panel": MESSAGE, "jobs": 0}
+    assert MESSAGE in result["while baking"]
+    assert result["first bake"] == {"baked": True, "panel": None, "loaded": True}
+    assert result["second click"] == ["RUNNING_MODAL"]
+    assert result["second bake"] == {"panel": None, "jobs": 1}
