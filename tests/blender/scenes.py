@@ -142,7 +142,7 @@ def modal_operator(job):
     run an operator modally; the methods are the ones the UI calls). Returns (class, op)."""
     import types
     cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
-    op = types.SimpleNamespace(_job=job, _timer=None, reports=[])
+    op = types.SimpleNamespace(_job=job, _timer=None, _compiling=False, reports=[])
     op.report = lambda kind, message: op.reports.append((set(kind), message))
     op._end = lambda context: cls._end(op, context)
     op._status = lambda context: cls._status(op, context)
