@@ -1,10 +1,10 @@
 """The first bake without the wait: numba's kernels compiled ahead, in a background process.
 
-When the add-on is enabled in a session with a UI, ``start()`` runs ``python -m solver warmup``
-(solver/warmup.py) in a separate process, with Blender's own Python, numba and numpy, writing
-into the same numba cache directory: Blender's UI and Python stay responsive, and the first
-*Bake Cloth* loads the kernels instead of compiling them (20-35 s, minutes on a busy machine).
-A finished warm-up leaves a marker there, so later sessions start nothing.
+When the add-on is enabled in a session with a UI, ``start()`` runs ``solver.warmup`` (what
+``python -m solver warmup`` runs) in a separate process, with Blender's own Python, numba and
+numpy, writing into the same numba cache directory: Blender's UI and Python stay responsive,
+and the first *Bake Cloth* loads the kernels instead of compiling them (30-50 s, minutes on a
+busy machine). A finished warm-up leaves a marker there, so later sessions start nothing.
 
 A bake started while the warm-up still runs stops it, loads what it has cached so far (the
 warm-up compiles what most bakes need first) and compiles the rest itself: waiting for the
