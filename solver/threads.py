@@ -13,7 +13,10 @@ bake whose count changes mid-run is bit-identical to a one-thread bake (tested).
 
 Readings: Linux from /proc/stat (only the cores this process may run on), Windows from
 GetSystemTimes. Elsewhere (macOS) there is no cheap reading here and the count is left alone.
-A ``NUMBA_NUM_THREADS`` in the environment is the user's choice and is never changed.
+A ``NUMBA_NUM_THREADS`` in the environment is the user's choice and is never changed; a count
+the user sets with ``numba.set_num_threads`` becomes the largest the governor uses. Where the
+OpenMP workers spin long (``_jit.OPENMP_SPINS_LONG``: Debian's Blender 3.4) the governor uses
+more than one thread only while the other cores are clearly idle.
 """
 
 from __future__ import annotations
