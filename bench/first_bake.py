@@ -79,15 +79,7 @@ end = time.perf_counter()
 out["bake_s"] = end - t
 out["enable_to_frame_s"] = end - t_enabled
 out["install_to_frame_s"] = out["install_enable_s"] + out["enable_to_frame_s"]
-import numba
-hits = misses = 0
-for name, mod in list(sys.modules.items()):
-    if name.startswith(pkg + ".solver"):
-        for value in vars(mod).values():
-            if isinstance(value, numba.core.registry.CPUDispatcher) and value.signatures:
-                hits += sum(value.stats.cache_hits.values())
-                misses += sum(value.stats.cache_misses.values())
-out["cache_hits"], out["cache_misses"] = hits, misses
+out["cache_hits"], out["cache_misses"] = sys.modules[pkg + ".solver._jit"].cache_stats()
 out["numba_cache"] = os.environ.get("NUMBA_CACHE_DIR")
 print("RESULT " + json.dumps(out))
 """

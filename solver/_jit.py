@@ -128,3 +128,18 @@ def njit(*args, parallel: bool = False, **kwargs):
 
 
 prange = numba.prange
+
+
+def cache_stats() -> tuple[int, int]:
+    """(loaded from numba's cache, compiled) kernel signatures so far in this process, over the
+    kernels of this copy of the solver (the add-on's or a checkout's)."""
+    import sys
+    package = __name__.rpartition(".")[0]
+    hits = misses = 0
+    for name, module in list(sys.modules.items()):
+        if name == package or name.startswith(package + "."):
+            for value in vars(module).values():
+                if isinstance(value, numba.core.registry.CPUDispatcher) and value.signatures:
+                    hits += sum(value.stats.cache_hits.values())
+                    misses += sum(value.stats.cache_misses.values())
+    return hits, misses

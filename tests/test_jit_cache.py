@@ -6,6 +6,8 @@ own stamp is the file's modification time and size)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import json
 import os
 import shutil
@@ -82,3 +84,12 @@ def test_cache_survives_new_mtimes_but_not_a_changed_source(tmp_path, python):
     probe.write_text(PROBE.replace("a * x + y", "a * x - y"))  # same size, new content
     changed = _run(python, root, cache)
     assert changed["misses"] == 1 and changed["hits"] == 0
+
+
+def test_cache_stats_count_this_solvers_kernels():
+    from solver import _jit
+    from solver.cg import dot3  # any parallel kernel of the solver
+    before = sum(_jit.cache_stats())
+    dot3(np.ones((4, 3)), np.ones((4, 3)))
+    hits, misses = _jit.cache_stats()
+    assert hits + misses >= max(before, 1)  # its signature was loaded or compiled, and counted

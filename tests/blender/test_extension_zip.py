@@ -68,14 +68,7 @@ floor.cloth_solver.role = "COLLIDER"
 bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 3
 out["bake"] = sorted(bpy.ops.cloth_solver.bake())
 out["keys"] = [kb.name for kb in obj.data.shape_keys.key_blocks]
-hits = misses = 0
-for name, mod in list(sys.modules.items()):
-    if name.startswith(pkg + ".solver"):
-        for value in vars(mod).values():
-            if isinstance(value, numba.core.registry.CPUDispatcher) and value.signatures:
-                hits += sum(value.stats.cache_hits.values())
-                misses += sum(value.stats.cache_misses.values())
-out["cache_hits"], out["cache_misses"] = hits, misses
+out["cache_hits"], out["cache_misses"] = sys.modules[pkg + ".solver._jit"].cache_stats()
 print("RESULT " + json.dumps(out))
 """
 
