@@ -6,8 +6,6 @@ own stamp is the file's modification time and size)."""
 
 from __future__ import annotations
 
-import numpy as np
-
 import json
 import os
 import shutil
@@ -15,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SOLVER = Path(__file__).resolve().parent.parent / "solver"
