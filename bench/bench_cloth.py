@@ -26,19 +26,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # scenarios.py: set-ups with known answers
 
 from record import save_json  # noqa: E402
 from solver import SolverSettings  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
 from solver.model import build_model  # noqa: E402
-from solver.presets import load_preset  # noqa: E402
-from solver.scenarios import hanging_cloth  # noqa: E402
+from solver.formats.presets import load_preset  # noqa: E402
+from scenarios import hanging_cloth  # noqa: E402
 from solver.simulation import simulate  # noqa: E402
 
 JIT_PROBE = (
     "import time; t=time.perf_counter();"
     "from solver import SolverSettings, MaterialParams;"
-    "from solver.scenarios import hanging_cloth; from solver.simulation import simulate;"
+    "from scenarios import hanging_cloth; from solver.simulation import simulate;"
     "[simulate(hanging_cloth(5, MaterialParams(max_strain=0.1), SolverSettings(model=m),"
     " size=0.1, frames=2)) for m in ('implicit', 'mass_spring')];"
     "print(time.perf_counter()-t)"
@@ -47,7 +48,7 @@ JIT_PROBE = (
 
 def jit_seconds(cache_dir: str) -> float:
     """Wall time of a fresh process that imports the solver and runs both models once."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     out = subprocess.run([sys.executable, "-c", JIT_PROBE], env=env, check=True,
                          capture_output=True, text=True, cwd=ROOT)
     return float(out.stdout.strip().splitlines()[-1])

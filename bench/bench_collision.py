@@ -32,7 +32,7 @@ from solver.collision.intersections import analytic_depth  # noqa: E402
 from solver.collision.pipeline import CollisionHandler  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
 from solver.model import build_model  # noqa: E402
-from solver.presets import load_preset  # noqa: E402
+from solver.formats.presets import load_preset  # noqa: E402
 from solver.simulation import simulate  # noqa: E402
 
 RADIUS = 0.5

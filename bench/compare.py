@@ -42,6 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # scenarios.py: set-ups with known answers
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import dev_addon  # noqa: E402
@@ -59,8 +60,8 @@ from record import provenance, save_json  # noqa: E402
 from solver import SolverSettings  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
 from solver.model import build_model  # noqa: E402
-from solver.presets import load_preset  # noqa: E402
-from solver.scenarios import hanging_cloth  # noqa: E402
+from solver.formats.presets import load_preset  # noqa: E402
+from scenarios import hanging_cloth  # noqa: E402
 from solver.simulation import simulate  # noqa: E402
 
 SCENES = ("hanging", "sphere", "sphere_self")

@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solver.mesh import MeshError, PolyMesh
-from ..solver.params import ParameterError, SolverSettings
-from ..solver.simulation import Simulation
-from ..solver.spec import ClothSetup, Collider, SimulationSpec, Wind
+from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh, Simulation,
+                      SimulationSpec, SolverSettings, Wind)
 from . import bake_status, blender_physics, shape_keys, units
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)

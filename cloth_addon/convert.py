@@ -10,8 +10,7 @@ import dataclasses
 
 import numpy as np
 
-from ..solver.params import MaterialParams, SolverSettings
-from ..solver.spec import Wind
+from ..solver import MaterialParams, SolverSettings, Wind
 from .properties import MATERIAL_SPECS, prop_name
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..solver.mesh import PolyMesh
+from ..solver import PolyMesh
 
 
 class BakeError(Exception):

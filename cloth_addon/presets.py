@@ -1,5 +1,5 @@
 """Material presets in the UI: the shipped ones (``presets/*.toml``) and the user's own, saved as
-TOML in the add-on's user directory and loaded by the same ``solver.presets`` code."""
+TOML in the add-on's user directory and loaded by the same ``solver.formats.presets`` code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from ..solver.presets import list_presets, load_preset, preset_dir, preset_info
+from ..solver import list_presets, load_preset, preset_dir, preset_info
 from .convert import material_as_dict, material_from_props, material_to_props
 from .storage import user_preset_dir
 

@@ -14,10 +14,8 @@ import bpy
 from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ..solver.params import (INTEGRATOR_NAMES, FieldSpec, MaterialParams, SolverSettings,
-                             field_defaults, field_specs)
-from ..solver.registry import MODELS
-from ..solver.spec import Collider, Wind
+from ..solver import (INTEGRATOR_NAMES, SOLVERS, Collider, FieldSpec, MaterialParams,
+                      SolverSettings, Wind, field_defaults, field_specs)
 from . import bake_status
 from .bake_status import cloth_settings_changed, role_changed, scene_settings_changed
 
@@ -37,7 +35,7 @@ def _model_doc(cls) -> str:
 # Static items (built once at import): the bpy.props docs warn that dynamic item callbacks must
 # keep their strings alive. Identifiers are the model names upper-cased.
 SOLVER_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), _model_doc(cls))
-                     for name, cls in MODELS.items())
+                     for name, cls in SOLVERS.items())
 INTEGRATOR_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), "")
                          for name in INTEGRATOR_NAMES)
 

@@ -49,8 +49,8 @@ def configure_numba_cache() -> str:
     keeps Python versions apart in it. Returns the directory used.
     """
     if not os.environ.get("NUMBA_CACHE_DIR"):
-        from ..solver.warmup import cache_key
-        os.environ["NUMBA_CACHE_DIR"] = str(user_dir() / "numba_cache" / cache_key())
+        from ..solver import warmup
+        os.environ["NUMBA_CACHE_DIR"] = str(user_dir() / "numba_cache" / warmup.cache_key())
     path = os.environ["NUMBA_CACHE_DIR"]
     numba = sys.modules.get("numba")
     if numba is not None:  # imported before the variable was set: tell it too

@@ -1,16 +1,39 @@
 """Cloth solver: mass-spring and implicit (Baraff-Witkin) cloth in SI units, without Blender.
 
-Only relative imports are used inside this package so that it works both as the top-level
-``solver`` package and inside the Blender extension.
+This module is the package's public interface and the add-on's one import path. Only relative
+imports are used inside the package so that it works both as the top-level ``solver`` package
+and inside the Blender extension.
+
+Importing it loads no numba kernels: the simulation and the solvers are imported on first use
+(``solver.Simulation``), so that a caller can point numba's cache (NUMBA_CACHE_DIR) somewhere
+first, as the add-on does.
 """
 
 __version__ = "0.1.0"  # the one version of the solver, the add-on and the extension (tests agree)
 
+from .formats.presets import list_presets, load_preset, preset_dir, preset_info
+from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
-from .params import MaterialParams, ParameterError, SolverSettings
+from .params import (INTEGRATOR_NAMES, FieldSpec, MaterialParams, ParameterError, SolverSettings,
+                     field_defaults, field_specs)
 from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
+# name -> submodule defining it, imported on first access (they load numba)
+_LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
+         "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from importlib import import_module
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
-    "ClothSetup", "Collider", "MaterialParams", "MeshError", "ParameterError", "PolyMesh",
-    "SimulationSpec", "SolverSettings", "Wind", "grid_mesh",
+    "INTEGRATOR_NAMES", "ClothModel", "ClothSetup", "Collider", "FieldSpec", "MaterialParams",
+    "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
+    "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",
+    "field_defaults", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
+    "preset_dir", "preset_info", "simulate",
 ]

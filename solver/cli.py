@@ -19,8 +19,8 @@ import numpy as np
 
 from . import __version__
 from .params import ParameterError
-from .presets import list_presets, preset_info
-from .scene import SceneError, load_scene
+from .formats.presets import list_presets, preset_info
+from .formats.scene import SceneError, load_scene
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m solver") -> int:

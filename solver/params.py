@@ -180,8 +180,8 @@ class SolverSettings:
     preconditioner: str = field(default="incomplete_cholesky", metadata={
         "choices": PRECONDITIONER_NAMES,
         "doc": "implicit: PCG preconditioner: block Jacobi, incomplete Cholesky IC(0) "
-        "(10x fewer iterations, see incomplete_cholesky.py), or a sparse factor reused while it "
-        "stays accurate (fast for slow motion, draping and settle; see preconditioner.py)"})
+        "(10x fewer iterations, see linalg/incomplete_cholesky.py), or a sparse factor reused while it "
+        "stays accurate (fast for slow motion, draping and settle; see linalg/preconditioner.py)"})
     # 1e-3. 2e-3 took 6-21% fewer PCG iterations and stayed as close to a converged run on
     # every preset, but a swinging 1e5 N/m sheet then gained energy (6.4e-3 J, more than its
     # largest kinetic energy; none at 1e-3 or 1.5e-3), measured in session 6

@@ -18,8 +18,8 @@ from .collision.pipeline import CollisionHandler, CollisionStats
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .model import ClothModel, build_model
-from .models.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
-from .registry import make_solver
+from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
+from .solvers import make_solver
 from .spec import SimulationSpec
 
 

@@ -19,11 +19,11 @@ from .forces.external import external_kernel, goal_spring_kernel
 from .forces.membrane import membrane_kernel
 from .forces.springs import spring_kernel
 from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
-from .sparse import (add_scaled_identity, blend_blocks, build_assembly, fill_scaled_identity,
+from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly, fill_scaled_identity,
                      subtract_scaled_identity)
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
-# (incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG
+# (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG
 # iterations per frame at 65x65; 0.9: 55-73 (108-121 with all of them, 16k: 114-147 against
 # 538-599); 0.95 needed small shifts at 129x129 (measured).
 HINGE_COUPLING_IN_FACTOR = 0.9
@@ -67,7 +67,7 @@ class ForceSystem:
         V = model.vertex_count
         nnzb = len(self.asm.col)
         self.force = np.zeros((V, 3))
-        # float32: the PCG multiplies by it in float32 anyway (cg.py), the forces and the Newton
+        # float32: the PCG multiplies by it in float32 anyway (linalg/cg.py), the forces and the Newton
         # residual stay float64, and half the bytes make the scattered block additions faster
         # (65x65 cloth: 11.6-13.2 -> 9.2-10.0 ms per evaluation with J, measured)
         self.J = np.zeros((nnzb, 3, 3), dtype=np.float32)

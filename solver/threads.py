@@ -8,7 +8,7 @@ measures how much CPU other processes used since the last decision and sets numb
 count to the cores left (at least 1, at most numba's count or the user's).
 
 Results do not depend on the thread count: every parallel kernel splits its work into fixed
-chunks or writes each element from one iteration (see cg.py, sparse.py, collision/bvh.py), so a
+chunks or writes each element from one iteration (see linalg/cg.py, linalg/sparse.py, collision/bvh.py), so a
 bake whose count changes mid-run is bit-identical to a one-thread bake (tested).
 
 Readings: Linux from /proc/stat (only the cores this process may run on), Windows from

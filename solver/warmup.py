@@ -135,7 +135,7 @@ def scenes() -> list[tuple[str, SimulationSpec]]:
     """(name, spec) of every warm-up simulation, what most bakes run first: a bake that starts
     while the warm-up runs stops it and compiles the rest itself (cloth_addon/warmup.py), so
     the earlier a kernel compiles here, the likelier it helps."""
-    from .presets import load_preset
+    from .formats.presets import load_preset
 
     full = load_preset("denim")
     wind = Wind(velocity=np.array([1.0, 0.0, 0.0]), turbulence=1.0)

@@ -45,3 +45,23 @@ def test_importing_the_solver_shortens_openmp_spinning_unless_the_user_chose():
         out = subprocess.run([sys.executable, "-c", probe], cwd=root, env={**base, **extra},
                              capture_output=True, text=True, check=True).stdout.split()[-1]
         assert out == expect, (extra, out)
+
+
+def test_the_addon_imports_the_solver_only_through_its_public_interface():
+    """cloth_addon/ reaches the solver through ``solver/__init__`` alone (``from ..solver import
+    X``), so the solver's modules can move without breaking the add-on."""
+    addon = SOLVER.parent / "cloth_addon"
+    files = sorted(addon.rglob("*.py"))
+    assert len(files) > 5
+    for f in files:
+        for level, name in _imports(f):
+            if level == 2:
+                assert name == "solver", f"{f.name}: from ..{name} (use from ..solver import)"
+            assert level == 2 or name.split(".")[0] != "solver", f"{f.name} imports {name}"
+
+
+def test_every_public_name_of_the_solver_resolves():
+    import solver
+
+    for name in solver.__all__:
+        assert getattr(solver, name) is not None, name

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import solver.presets
+import solver.formats.presets
 from solver.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -191,7 +191,7 @@ def test_presets_command(tmp_path, capsys, monkeypatch):
     (tmp_path / "cotton.toml").write_text(
         '[preset]\nname = "Cotton"\ndescription = "Shirting"\n[material]\narea_density = 0.13\n')
     (tmp_path / "silk.toml").write_text('[preset]\nname = "Silk"\n')
-    monkeypatch.setattr(solver.presets, "preset_dir", lambda: tmp_path)
+    monkeypatch.setattr(solver.formats.presets, "preset_dir", lambda: tmp_path)
     assert main(["presets"]) == 0
     assert capsys.readouterr().out == "cotton  Cotton: Shirting\nsilk    Silk\n"
     (tmp_path / "broken.toml").write_text("[preset]\n")

@@ -21,7 +21,7 @@ G = 9.81
 CLOTH = MaterialParams(area_density=0.2, stretch_stiffness=200.0, shear_stiffness=5.0,
                        bend_stiffness=1e-6, stretch_damping=0.2, shear_damping=0.005,
                        bend_damping=1e-8, air_drag=0.0, thickness=0.002)
-MODELS = ["implicit", "mass_spring"]
+SOLVERS = ["implicit", "mass_spring"]
 
 
 def run(mesh, colliders, model, frames, material=CLOTH, pins=(), self_collision=False,
@@ -53,7 +53,7 @@ def box_mesh(lo, hi) -> PolyMesh:
 
 # ---- drapes ----
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_drape_over_sphere(model):
     sphere = Collider("sphere", center=np.zeros(3), radius=0.2, thickness=0.005, friction=0.5)
     r = run(grid_mesh((0.8, 0.8), (13, 13), (0, 0, 0.35)), [sphere], model, frames=30)
@@ -68,7 +68,7 @@ def test_drape_over_sphere(model):
     assert r.frames[-1].collision_pairs > 0
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_drape_over_box_table(model):
     table = Collider("mesh", mesh=box_mesh((-0.25, -0.25, -0.5), (0.25, 0.25, 0.0)),
                      thickness=0.004, friction=0.5)
@@ -83,7 +83,7 @@ def test_drape_over_box_table(model):
     assert x[:, 2].min() < -0.1                     # the overhang falls over the edges
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_rest_on_plane_without_jitter(model):
     floor = Collider("plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
                      thickness=0.003)
@@ -179,7 +179,7 @@ def test_demo_drape_over_a_uv_sphere_above_a_floor_quad_keeps_the_strain_limit()
     # (landing, and the sides sliding down over the facets). The cloth slid over the facets
     # was pushed back and stretched: 8-26% max strain by frame 14 before the fix, over 3
     # wind seeds; 5.8-6.0% after.
-    from solver.presets import load_preset
+    from solver.formats.presets import load_preset
     from solver.spec import Wind
 
     denim = load_preset("denim")
@@ -206,7 +206,7 @@ def test_collision_pushes_do_not_stretch_a_material_without_a_strain_limit():
     # 32 x 16 UV-sphere mesh spiked to 18% (frame 12) and 29% (frame 18) strain from collision
     # pushes on single vertices; the collision rounds now hold such materials to
     # COLLISION_STRAIN_GUARD (10%, acting beyond STRAIN_SLACK over it).
-    from solver.models.base import COLLISION_STRAIN_GUARD, STRAIN_SLACK
+    from solver.solvers.base import COLLISION_STRAIN_GUARD, STRAIN_SLACK
 
     cloth = ClothSetup(grid_mesh((2.0, 2.0), (33, 33), (0.0, 0.0, 1.0)), MaterialParams())
     assert cloth.material.max_strain is None
@@ -220,7 +220,7 @@ def test_collision_pushes_do_not_stretch_a_material_without_a_strain_limit():
 
 # ---- fast motion: no tunnelling ----
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_fast_drop_onto_a_two_triangle_sheet(model):
     sheet = PolyMesh.from_faces([(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)],
                                 [(0, 1, 2), (0, 2, 3)])
@@ -235,7 +235,7 @@ def test_fast_drop_onto_a_two_triangle_sheet(model):
     assert z[-1] == pytest.approx(0.5 * fine.thickness, abs=1e-5)  # landed, half-thickness up
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_collider_moving_into_pinned_cloth(model):
     n = 9
     mesh = grid_mesh((0.6, 0.6), (n, n), (0, 0, 0))
@@ -262,7 +262,7 @@ def strip():
     return PolyMesh(pos, g.face_indices, g.face_offsets)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_strip_piles_onto_the_ground_without_self_intersections(model):
     floor = Collider("plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
                      thickness=0.002, friction=0.5)
@@ -315,7 +315,7 @@ def test_self_contact_substeps_count_only_edges_in_self_contact():
     pipeline's marks are exactly the cloth vertices of its cloth–cloth contacts."""
     from solver.collision.pipeline import CollisionHandler
     from solver.model import build_model
-    from solver.registry import make_solver
+    from solver.solvers import make_solver
 
     sheet = grid_mesh((0.6, 0.6), (7, 7), (0.0, 0.0, 0.0))
     flap = PolyMesh.from_faces([(-0.02, -0.02, 0.001), (0.03, -0.01, 0.001), (0.0, 0.03, 0.001)],
@@ -372,7 +372,7 @@ def tilted_square(theta, gap):
     return PolyMesh(pos, g.face_indices, g.face_offsets), n, down
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 @pytest.mark.parametrize("ratio", [0.7, 1.5])
 def test_friction_holds_below_the_critical_angle_and_slides_above(model, ratio):
     mu = 0.4
@@ -429,7 +429,7 @@ def test_a_bake_is_the_same_with_kernels_compiled_fresh_or_loaded_from_the_cache
     import sys
     from pathlib import Path
 
-    from solver.obj_io import write_obj
+    from solver.formats.obj import write_obj
 
     write_obj(tmp_path / "sphere.obj", uv_sphere(0.5, (0.0, 0.0, 0.0)))
     (tmp_path / "scene.toml").write_text("""\
@@ -457,7 +457,7 @@ def test_scene_file_with_colliders_from_the_command_line(tmp_path):
     import json
 
     from solver.cli import main
-    from solver.obj_io import write_obj
+    from solver.formats.obj import write_obj
 
     write_obj(tmp_path / "table.obj", box_mesh((-0.2, -0.2, -0.3), (0.2, 0.2, 0.0)))
     (tmp_path / "scene.toml").write_text("""\
@@ -488,7 +488,7 @@ plane = { point = [0.0, 0.0, -0.3], normal = [0.0, 0.0, 1.0] }
     assert z.min() > -0.3  # nothing through the floor
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_deforming_collider_lifts_the_cloth(model):
     # a 5 x 5 sheet whose centre is pushed up 0.15 m by per-frame vertex positions, under a
     # cloth lying on it: the bump carries the cloth (continuous tests against moving faces)

@@ -6,7 +6,7 @@ import pytest
 from solver import ClothSetup, MaterialParams, PolyMesh, grid_mesh
 from solver.forces.bending import dihedral_angle_and_gradient
 from solver.model import bending_terms, build_model, membrane_terms, spring_terms
-from solver.sparse import to_scipy
+from solver.linalg.sparse import to_scipy
 from solver.system import ForceSystem
 
 MAT = MaterialParams(stretch_stiffness=120.0, stretch_stiffness_weft=70.0, shear_stiffness=20.0,
@@ -204,7 +204,7 @@ def test_dihedral_angle_is_zero_when_flat_for_either_winding():
 def test_element_runs_of_one_colour_share_no_vertex(shuffle):
     """Blocks are added straight into the matrix by runs of one colour in parallel: two runs of
     a colour touching one vertex would race on its diagonal block."""
-    from solver.sparse import color_elements
+    from solver.linalg.sparse import color_elements
     from solver.topology import triangulate
 
     tris, _ = triangulate(grid_mesh((1.0, 1.0), (40, 40), (0.0, 0.0, 0.0)))

@@ -28,14 +28,14 @@ import pytest
 from solver import (ClothSetup, MaterialParams, MeshError, ParameterError, PolyMesh,
                     SimulationSpec, SolverSettings, grid_mesh)
 from solver.model import build_model
-from solver.scene import SceneError, parse_scene
+from solver.formats.scene import SceneError, parse_scene
 from solver.simulation import Simulation, simulate
 
 # A light, soft fabric: the explicit model's automatic step stays cheap.
 SOFT = MaterialParams(area_density=0.2, stretch_stiffness=50.0, shear_stiffness=1.0,
                       bend_stiffness=1e-7, stretch_damping=0.05, shear_damping=0.001,
                       bend_damping=0.0, air_drag=0.0)
-MODELS = ("implicit", "mass_spring")
+SOLVERS = ("implicit", "mass_spring")
 
 
 def run(mesh, pins=(), model="implicit", frames=6, material=SOFT, **settings):
@@ -68,7 +68,7 @@ def strip_of_ngons():
     return PolyMesh.from_faces(pos, faces)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_ngons_simulate(model):
     mesh = strip_of_ngons()
     m = build_model(ClothSetup(mesh, SOFT))
@@ -85,7 +85,7 @@ def fin_mesh():
     return PolyMesh.from_faces(pos, [[0, 1, 2], [1, 0, 3], [0, 1, 4]])
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_non_manifold_edge_simulates(model):
     mesh = fin_mesh()
     m = build_model(ClothSetup(mesh, SOFT))
@@ -98,7 +98,7 @@ def test_non_manifold_edge_simulates(model):
     assert 0 <= r.positions[0, 4, 2] - r.positions[-1, 4, 2] < 0.05
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_loose_vertices_stay_put_and_the_cloth_falls(model):
     """A vertex in no face has no mass and no forces: it stays where it is (the add-on keeps
     it in the shape key), while the cloth around it falls."""
@@ -129,7 +129,7 @@ def test_loose_edges_in_an_obj_are_ignored_and_their_vertices_stay_put(tmp_path)
         PolyMesh.from_faces(np.zeros((4, 3)), [[0, 1, 2], [2, 3]])
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_zero_area_faces_simulate(model):
     """A collinear triangle and a quad with a repeated corner next to a healthy grid."""
     g = grid_mesh((0.3, 0.3), (4, 4), (0, 0, 1))
@@ -143,7 +143,7 @@ def test_zero_area_faces_simulate(model):
     assert_sensible(r, [12, 15], falling=[0, 3])
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_unwelded_seam_falls_as_two_pieces(model):
     """Two grids whose seam vertices coincide but are not shared: zero-length gaps, no crash.
     Each half is pinned, so both halves hang from their own pins."""
@@ -158,7 +158,7 @@ def test_unwelded_seam_falls_as_two_pieces(model):
     assert_sensible(r, [6, 17], falling=[0, 11])
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_mixed_winding_falls_like_consistent_winding(model):
     """Flipping every other quad changes nothing physical: same motion to round-off."""
     g = grid_mesh((0.3, 0.3), (5, 5), (0, 0, 1))
@@ -171,7 +171,7 @@ def test_mixed_winding_falls_like_consistent_winding(model):
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-6)
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_single_triangle(model):
     mesh = PolyMesh.from_faces([(0, 0, 1), (0.1, 0, 1), (0, 0.1, 1)], [[0, 1, 2]])
     r = run(mesh, pins=[0], model=model)
@@ -302,7 +302,7 @@ def test_explicit_model_refuses_a_step_count_that_would_run_for_hours():
     assert ok.error is None
 
 
-@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("model", SOLVERS)
 def test_nan_pin_target_stops_with_frame_and_hint_keeping_earlier_frames(model):
     n, frames, bad = 5, 6, 4
     g = grid_mesh((0.3, 0.3), (n, n), (0, 0, 1))

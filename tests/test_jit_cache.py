@@ -87,7 +87,7 @@ def test_cache_survives_new_mtimes_but_not_a_changed_source(tmp_path, python):
 
 def test_cache_stats_count_this_solvers_kernels():
     from solver import _jit
-    from solver.cg import dot3  # any parallel kernel of the solver
+    from solver.linalg.cg import dot3  # any parallel kernel of the solver
     before = sum(_jit.cache_stats())
     dot3(np.ones((4, 3)), np.ones((4, 3)))
     hits, misses = _jit.cache_stats()

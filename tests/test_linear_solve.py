@@ -6,13 +6,13 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as sla
 
 from solver import MaterialParams, SolverSettings
-from solver.cg import mpcg
-from solver.incomplete_cholesky import (SHIFT_HOLD, IncompleteCholesky, ic0_block_factor,
+from solver.linalg.cg import mpcg
+from solver.linalg.incomplete_cholesky import (SHIFT_HOLD, IncompleteCholesky, ic0_block_factor,
                                         lower_blocks)
 from solver.model import bending_terms, build_model, membrane_terms
-from solver.preconditioner import BlockJacobi, LaggedFactor
-from solver.scenarios import hanging_cloth
-from solver.sparse import build_assembly, to_scipy
+from solver.linalg.preconditioner import BlockJacobi, LaggedFactor
+from scenarios import hanging_cloth
+from solver.linalg.sparse import build_assembly, to_scipy
 from solver.system import ForceSystem
 
 PRECONDITIONERS = {"jacobi": BlockJacobi, "factor": LaggedFactor,
@@ -255,7 +255,7 @@ def test_fine_cloth_factors_without_a_diagonal_shift():
     whole matrix meet non-positive pivots on fine cloth: at 129 x 129 it needed a 20 % and then
     a 5 % diagonal shift, and 4-5x the PCG iterations. The factor scales their couplings by
     0.9 and keeps their diagonal blocks, so it needs no shift."""
-    from solver.presets import load_preset
+    from solver.formats.presets import load_preset
     from solver.simulation import Simulation
 
     sim = Simulation(hanging_cloth(129, load_preset("cotton"), SolverSettings(), frames=1))

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.mesh import MeshError, PolyMesh, grid_mesh
-from solver.obj_io import read_obj, write_obj
+from solver.formats.obj import read_obj, write_obj
 
 
 def write(tmp_path, text, name="cloth.obj"):

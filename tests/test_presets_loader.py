@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from solver.params import MaterialParams, ParameterError
-from solver.presets import list_presets, load_preset, preset_dir, preset_info
+from solver.formats.presets import list_presets, load_preset, preset_dir, preset_info
 
 COTTON = """\
 # Cotton shirting

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.mesh import grid_mesh
-from solver.obj_io import write_obj
+from solver.formats.obj import write_obj
 from solver.params import MaterialParams, SolverSettings
 from solver.cli import main
-from solver.scene import COLLIDER_CHECKS, WIND_CHECKS, SceneError, load_scene, parse_scene
+from solver.formats.scene import COLLIDER_CHECKS, WIND_CHECKS, SceneError, load_scene, parse_scene
 from solver.spec import Collider, SimulationSpec, Wind
 
 SQUARE_OBJ = "v 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\nv 0.5 0.5 1\nf 1 2 5\nf 2 3 5\nf 3 4 5\nf 4 1 5\n"

@@ -24,7 +24,7 @@ import json, sys
 import numpy as np
 import numba
 from solver import ClothSetup, Collider, PolyMesh, SimulationSpec, SolverSettings, Wind, grid_mesh
-from solver.presets import load_preset
+from solver.formats.presets import load_preset
 from solver import warmup
 from solver.simulation import Simulation
 

@@ -23,7 +23,7 @@ def _close(a, b) -> bool:
 
 def test_every_shipped_preset_applies_exactly():
     pkg = addon()
-    convert, presets = pkg.cloth_addon.convert, pkg.solver.presets
+    convert, presets = pkg.cloth_addon.convert, pkg.solver.formats.presets
     obj = cloth(n=3)
     bpy.context.view_layer.objects.active = obj
     shipped = presets.list_presets()

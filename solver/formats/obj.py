@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .mesh import MeshError, PolyMesh
+from ..mesh import MeshError, PolyMesh
 
 # Statements that carry no cloth geometry; skipped silently.
 _IGNORED = frozenset({

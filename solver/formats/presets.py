@@ -20,7 +20,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from .params import MaterialParams, ParameterError
+from ..params import MaterialParams, ParameterError
 
 _SECTIONS = ("preset", "material", "sources")
 _PRESET_KEYS = {"name": True, "description": False}  # key -> required
@@ -29,9 +29,9 @@ _PRESET_KEYS = {"name": True, "description": False}  # key -> required
 def preset_dir() -> Path:
     """The shipped presets: ``presets/`` beside the package in the repository and the add-on,
     ``bundled_presets/`` inside it once installed with pip (pyproject.toml)."""
-    here = Path(__file__).resolve().parent
-    beside = here.parent / "presets"
-    return beside if beside.is_dir() else here / "bundled_presets"
+    package = Path(__file__).resolve().parent.parent
+    beside = package.parent / "presets"
+    return beside if beside.is_dir() else package / "bundled_presets"
 
 
 def list_presets(directory=None) -> list[str]:

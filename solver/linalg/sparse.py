@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._jit import njit, prange
+from .._jit import njit, prange
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .mesh import MeshError, PolyMesh, grid_mesh
-from .obj_io import read_obj
-from .params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
+from ..mesh import MeshError, PolyMesh, grid_mesh
+from ..params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
                      field_specs)
 from .presets import load_preset
-from .spec import ClothSetup, Collider, SimulationSpec, Wind
+from ..spec import ClothSetup, Collider, SimulationSpec, Wind
+from .obj import read_obj
 
 MAX_GRID_VERTICES = 1_000_000  # keeps a typo in grid.resolution from exhausting memory
 

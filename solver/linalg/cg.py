@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import njit, prange
+from .._jit import njit, prange
 from .sparse import bsr_matvec
 
 _CHUNK = 512

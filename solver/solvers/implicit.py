@@ -1,7 +1,7 @@
 """Baraff & Witkin implicit cloth: triangle stretch/shear, dihedral bending, one global solve.
 
 Each step linearises the forces once and solves (M − h·D − h²·K)·Δv = b over all vertices with
-the filtered PCG (cg.py); hard pins enter as prescribed velocity changes. Options:
+the filtered PCG (linalg/cg.py); hard pins enter as prescribed velocity changes. Options:
 
 * ``midpoint_blend`` λ: blends implicit Euler (λ = 0) with a second-order rule over
   [t − h, t + h] (λ = 1) as Volino & Magnenat-Thalmann propose, in the corrected form derived in
@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..cg import dot3, mpcg
+from ..linalg.cg import dot3, mpcg
 from ..model import ClothModel, bending_terms, membrane_terms
 from ..params import SolverSettings
-from ..incomplete_cholesky import IncompleteCholesky
-from ..preconditioner import BlockJacobi, LaggedFactor
-from ..sparse import add_scaled_identity, copy_blocks
+from ..linalg.incomplete_cholesky import IncompleteCholesky
+from ..linalg.preconditioner import BlockJacobi, LaggedFactor
+from ..linalg.sparse import add_scaled_identity, copy_blocks
 from ..system import ForceSystem
 from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 
@@ -64,7 +64,7 @@ class ImplicitSolver(ClothSolver):
                 "jacobi": BlockJacobi}[settings.preconditioner]
         if kind is IncompleteCholesky:
             # IC(0) of M − h²·K − h·D with the hinges' couplings scaled down (their diagonal
-            # blocks whole): see incomplete_cholesky.py
+            # blocks whole): see linalg/incomplete_cholesky.py
             self._factor_input = self.system.J_factor
         else:
             self._factor_input = self.A

@@ -48,7 +48,7 @@ def largest_rates(K: np.ndarray, D: np.ndarray, asm, inv_mass: np.ndarray
     """
     from scipy.sparse.linalg import ArpackError, ArpackNoConvergence, LinearOperator, eigsh
 
-    from ..sparse import bsr_matvec
+    from ..linalg.sparse import bsr_matvec
 
     scale = np.sqrt(inv_mass)
     V = len(inv_mass)

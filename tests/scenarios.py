@@ -1,12 +1,10 @@
-"""Standard set-ups with known answers, shared by the tests, the benchmarks and the demo."""
+"""Standard set-ups with known answers, shared by the tests and the benchmarks."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .mesh import PolyMesh, grid_mesh
-from .params import MaterialParams, SolverSettings
-from .spec import ClothSetup, SimulationSpec
+from solver import ClothSetup, MaterialParams, PolyMesh, SimulationSpec, SolverSettings, grid_mesh
 
 
 def vertical_strip(width: float, length: float, nx: int, ny: int) -> tuple[PolyMesh, np.ndarray]:

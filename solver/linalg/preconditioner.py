@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import splu
 
-from ._jit import njit, prange
+from .._jit import njit, prange
 from .sparse import Assembly
 
 

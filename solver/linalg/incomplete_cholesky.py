@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import njit
+from .._jit import njit
 from .preconditioner import filtered_blocks, projected_blocks
 from .sparse import Assembly
 

@@ -1,1 +1,0 @@
-"""Cloth models, selectable by name (see ``registry.py``)."""
