@@ -19,8 +19,8 @@ from .forces.external import external_kernel, goal_spring_kernel
 from .forces.membrane import membrane_kernel
 from .forces.springs import spring_kernel
 from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
-from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly, fill_scaled_identity,
-                     subtract_scaled_identity)
+from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
+                            fill_scaled_identity, subtract_scaled_identity)
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
 # (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG

@@ -47,10 +47,10 @@ import numpy as np
 
 from ..mesh import MeshError, PolyMesh, grid_mesh
 from ..params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
-                     field_specs)
-from .presets import load_preset
+                      field_specs)
 from ..spec import ClothSetup, Collider, SimulationSpec, Wind
 from .obj import read_obj
+from .presets import load_preset
 
 MAX_GRID_VERTICES = 1_000_000  # keeps a typo in grid.resolution from exhausting memory
 
