@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forces.bending import bending_kernel
+from .forces.bending import HingeTerms, bending_kernel
 from .forces.external import external_kernel, goal_spring_kernel
-from .forces.membrane import membrane_kernel
-from .forces.springs import spring_kernel
-from .model import ClothModel, HingeTerms, MembraneTerms, SpringTerms
+from .forces.membrane import MembraneTerms, membrane_kernel
+from .forces.springs import SpringTerms, spring_kernel
 from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
                             fill_scaled_identity, subtract_scaled_identity)
+from .model import ClothModel
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
 # (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG

@@ -5,7 +5,10 @@ import pytest
 
 from solver import ClothSetup, MaterialParams, PolyMesh, grid_mesh
 from solver.forces.bending import dihedral_angle_and_gradient
-from solver.model import bending_terms, build_model, membrane_terms, spring_terms
+from solver.forces.bending import bending_terms
+from solver.forces.membrane import membrane_terms
+from solver.forces.springs import spring_terms
+from solver.model import build_model
 from solver.linalg.sparse import to_scipy
 from solver.system import ForceSystem
 

@@ -9,7 +9,9 @@ from solver import MaterialParams, SolverSettings
 from solver.linalg.cg import mpcg
 from solver.linalg.incomplete_cholesky import (SHIFT_HOLD, IncompleteCholesky, ic0_block_factor,
                                         lower_blocks)
-from solver.model import bending_terms, build_model, membrane_terms
+from solver.forces.bending import bending_terms
+from solver.forces.membrane import membrane_terms
+from solver.model import build_model
 from solver.linalg.preconditioner import BlockJacobi, LaggedFactor
 from scenarios import hanging_cloth
 from solver.linalg.sparse import build_assembly, to_scipy

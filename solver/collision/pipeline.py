@@ -1,4 +1,5 @@
-"""The collision pipeline run after every step of every model (Bridson et al. 2002; digest R5).
+"""The collision pipeline run after every step of every model ([Bridson2002] in
+docs/references.md).
 
 A step is the straight path of every vertex from x0 to x1 = x0 + h·u; colliders move in
 straight lines between their states at the start and end of the step. The pipeline edits u
@@ -40,8 +41,8 @@ CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take ove
 ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
 ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
 # [m] growth of the candidate boxes, so that later rounds and repeated resolves of a step reuse
-# the pairs: 1 -> 2 mm took the 65x65 self-colliding drape from 185 to 154 tree queries in 24
-# frames (129x129: 241 -> 209) with the same drape, bit for bit (measured)
+# the pairs: fewer tree queries, with the same drape bit for bit (docs/design-notes.md,
+# "Candidate pair reuse")
 SLACK = 2e-3
 
 
@@ -96,10 +97,9 @@ class CollisionHandler:
 
     def __init__(self, model: ClothModel, colliders: tuple[Collider, ...], self_collision: bool,
                  fps: float, frames: int):
-        m = model.material
         self.model = model
         self.self_collision = bool(self_collision)
-        self.colliders = ColliderSet(colliders, m.thickness, fps, frames)
+        self.colliders = ColliderSet(colliders, model.thickness, fps, frames)
         c = self.colliders
         V = model.vertex_count
         self.V = V
@@ -112,14 +112,14 @@ class CollisionHandler:
         self._mesh_count = int(self.group.max()) + 1
         self.mass = np.concatenate([model.mass, np.zeros(Vc)])
         self.tester = PairTester(f.tris, f.own_vertices, f.own_edges, f.edges, self.group,
-                                 m.thickness, m.friction, c.mesh_gap, c.mesh_mu)
+                                 model.thickness, model.cloth_friction, c.mesh_gap, c.mesh_mu)
         self.cloth_tree = TriangleTree(model.triangles, model.rest_positions)
         rest = c.state(0).mesh_positions
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
         self._pair_cache = None
         # cloth vertices in a cloth–cloth contact or collision on the last resolved path
         self.self_contact_vertices = np.zeros(V, bool)
-        self._cloth_pad = np.full(self.T, 0.5 * m.thickness)
+        self._cloth_pad = np.full(self.T, 0.5 * model.thickness)
         self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
             if c.has_mesh else np.zeros(0)
         # spheres small against the cloth's triangles can poke between the vertices: their
@@ -313,8 +313,8 @@ class CollisionHandler:
             # per vertex and collider, the face closest at the start: the direction to a farther
             # face's closest point (on its boundary) runs along the surface, and predicting
             # along it made cloth sliding over a faceted sphere look as if it dived in; the
-            # deepest of those predictions was kept (measured: a vertex 9 cm above the sphere
-            # held by a sideways contact, 119% strain)
+            # deepest of those predictions was kept, and held vertices far above the sphere
+            # (docs/design-notes.md, "Contact prediction")
             pick = closest_per_vertex(idx[:, 0], self.group[idx[:, 1]], rec[:, D0], V,
                                       self._mesh_count)
             idx, rec = idx[pick], rec[pick]
@@ -341,8 +341,8 @@ class CollisionHandler:
         start P0 is the same (by value) and no end position has moved more than SLACK since: a
         later round of the same step, a repeated resolve of it, or the resolve after the
         implicit solve's last contact prediction (its path is the solved one) then needs no
-        tree query. Over 48 frames of a 4k cloth on a sphere mesh, value keys let 137 of 441
-        calls reuse pairs, where object identity let 26 (measured)."""
+        tree query. Keys by value let several times more calls reuse pairs than keys by object
+        identity did (docs/design-notes.md, "Candidate pair reuse")."""
         P1 = P0 + h * U
         V = self.V
         with_self = with_self and self.self_collision

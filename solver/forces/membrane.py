@@ -8,6 +8,8 @@ resolution. Damping is Rayleigh dissipation of the same conditions (B&W §5; the
 sums over all three corners, digest P30).
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._jit import njit, prange
@@ -138,3 +140,37 @@ def _membrane_blocks(t, A, a, b, wu, wv, nu, nv, lu, lv, cu_, cv_, s,
                     J[idx, r, c] -= val
                     if n != m:
                         J[tdx, c, r] -= val
+
+
+def triangle_coefficients(material, count: int) -> np.ndarray:
+    """(count, 6) k_u, k_v, k_s [N/m] and c_u, c_v, c_s [N·s/m] of each triangle: the energy
+    above is weighted by the rest area, so the material's SI values apply unchanged."""
+    m = material
+    stiff = (m.stretch_stiffness, m.weft_stiffness, m.shear_stiffness,
+             m.stretch_damping, m.stretch_damping, m.shear_damping)
+    return np.tile(np.array(stiff, dtype=np.float64), (count, 1))
+
+
+@dataclass(frozen=True)
+class MembraneTerms:
+    """Baraff–Witkin coefficients: W_u = Σ coef_u·x, W_v = Σ coef_v·x over each triangle's
+    corners, (T, 3) each, and the rest area [m²] (0 for a degenerate triangle), (T,)."""
+
+    coef_u: np.ndarray
+    coef_v: np.ndarray
+    area: np.ndarray
+
+
+def membrane_terms(model) -> MembraneTerms:
+    """Per-triangle B&W coefficients of a ClothModel from its rest triangles' (u, v) coordinates."""
+    pos, tris = model.rest_positions, model.triangles
+    d1 = pos[tris[:, 1]] - pos[tris[:, 0]]
+    d2 = pos[tris[:, 2]] - pos[tris[:, 0]]
+    u1, u2 = np.sum(d1 * model.tri_frame_u, 1), np.sum(d2 * model.tri_frame_u, 1)
+    v1, v2 = np.sum(d1 * model.tri_frame_v, 1), np.sum(d2 * model.tri_frame_v, 1)
+    det = u1 * v2 - u2 * v1
+    ok = np.abs(det) > 1e-14 * np.maximum(model.tri_area, 1e-300) + 1e-300
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)  # degenerate triangles get no force
+    cu = np.stack([(v1 - v2) * inv, v2 * inv, -v1 * inv], 1)
+    cv = np.stack([(u2 - u1) * inv, -u2 * inv, u1 * inv], 1)
+    return MembraneTerms(cu, cv, np.where(ok, model.tri_area, 0.0))

@@ -235,7 +235,7 @@ class ClothSolver:
         """Apply the material's strain limit after a step of length dt; returns passes.
         only_if_over: do nothing (return 0) unless an edge exceeds the limit by more than
         STRAIN_SLACK of it."""
-        s = self.model.material.max_strain
+        s = self.model.max_strain
         if s is None:
             if not only_if_over:  # only the collision rounds guard unlimited materials
                 return 0

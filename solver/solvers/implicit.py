@@ -22,7 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg.cg import dot3, mpcg
-from ..model import ClothModel, bending_terms, membrane_terms
+from ..forces.bending import bending_terms
+from ..forces.membrane import membrane_terms
+from ..model import ClothModel
 from ..params import SolverSettings
 from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.preconditioner import BlockJacobi, LaggedFactor

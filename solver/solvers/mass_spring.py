@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 
-from ..model import ClothModel, bending_terms, spring_terms
+from ..forces.bending import bending_terms
+from ..forces.springs import spring_terms
+from ..model import ClothModel
 from ..params import SolverSettings
 from ..system import ForceSystem
 from .base import ClothSolver, FrameTargets, StepInfo, StepLimitError
