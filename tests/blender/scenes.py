@@ -126,7 +126,7 @@ def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=Non
     gravity = np.array(bpy.context.scene.gravity, dtype=np.float64)  # float32 -9.81 in Blender
     spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
                                     fps=24.0, gravity=gravity)
-    result = S.simulation.simulate(spec)
+    result = S.simulate(spec)
     assert result.error is None
     return result.positions
 

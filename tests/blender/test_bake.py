@@ -299,7 +299,7 @@ def test_several_cloth_objects_bake_in_one_go_with_their_own_materials():
     for obj, preset in ((a, "cotton"), (b, "silk")):
         bpy.context.view_layer.objects.active = obj
         assert bpy.ops.cloth_solver.preset_apply(name=preset) == {"FINISHED"}
-    expected = {o.name: reference(o, 3, pins=[12, 15], material=S.presets.load_preset(p))
+    expected = {o.name: reference(o, 3, pins=[12, 15], material=S.load_preset(p))
                 for o, p in ((a, "cotton"), (b, "silk"))}
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     # One simulation holding both pieces converges like two separate ones, not bit for bit.
