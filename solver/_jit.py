@@ -3,8 +3,8 @@
 fastmath leaves out ``nnan``/``ninf`` so the NaN checks that detect blow-ups keep working, and
 ``reassoc`` so that a result does not depend on how a kernel was compiled: with it, code compiled
 fresh in a process and the same code loaded from numba's cache summed in different orders, and a
-4k-vertex drape over a mesh sphere diverged from frame 9 between a cold and a warm run (numba
-issue 10617 reports that cached and fresh parallel code are optimised differently).
+drape diverged between a cold and a warm run (numba issue 10617 reports that cached and fresh
+parallel code are optimised differently; docs/design-notes.md, "fastmath policy").
 Set ``NUMBA_DISABLE_JIT=1`` to run every kernel as plain Python (slow, but debuggable).
 """
 
@@ -19,9 +19,8 @@ import numba
 # Which thread pool runs the parallel kernels, unless the user chose one (NUMBA_THREADING_LAYER
 # or NUMBA_THREADING_LAYER_PRIORITY). A frame runs thousands of short parallel regions (a PCG
 # iteration has about ten). On a 2-core machine numba's default, TBB, made two threads slower
-# than one: 296-349 ms per frame of the 65x65 hanging cloth against 158-168 ms; OpenMP's pool
-# took 112-140 ms (measured). TBB and numba's own pool stay as fallbacks where there is no
-# OpenMP runtime.
+# than one, and OpenMP's pool was the fastest. TBB and numba's own pool stay as fallbacks where
+# there is no OpenMP runtime (docs/design-notes.md, "Thread pool").
 if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
     numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
@@ -38,13 +37,11 @@ def _libgomp_loaded() -> bool:
 # How long an OpenMP worker spins at a barrier before it sleeps (libgomp reads GOMP_SPINCOUNT
 # when numba first loads it, so this must be set before the first parallel kernel runs; it has
 # no effect if something else in the process loaded libgomp first). With libgomp's default
-# (300,000 spins), a bake next to other busy processes collapsed: 24 frames of a 4k cloth on a
-# sphere mesh took 3.1-3.6 s alone and 26-31 s beside two busy loops on the 2-core machine,
-# because waiting workers spun on the cores that the threads they waited for needed. At 3,000
-# spins the same took 8.2-8.7 s beside the busy loops (about the fair share), and alone the 4k
-# and 16k hanging cloth and the 4k self-collision drape ran as fast as before (four and two
-# alternating pairs, within noise; measured). OMP_WAIT_POLICY=passive was as robust but took
-# 45% longer alone. A user's own GOMP_SPINCOUNT or OMP_WAIT_POLICY wins.
+# (300,000 spins), a bake next to other busy processes collapsed, because waiting workers spun
+# on the cores that the threads they waited for needed. At 3,000 spins a bake beside busy
+# processes gets about its fair share, and alone it runs as fast as with the default.
+# OMP_WAIT_POLICY=passive was as robust but slower alone. A user's own GOMP_SPINCOUNT or
+# OMP_WAIT_POLICY wins (docs/design-notes.md, "OpenMP spin count").
 #
 # OPENMP_SPINS_LONG: the workers spin libgomp's default 300,000 times all the same, because
 # libgomp was loaded before this module (Debian's Blender 3.4 loads it at start); then

@@ -182,9 +182,8 @@ class SolverSettings:
         "doc": "implicit: PCG preconditioner: block Jacobi, incomplete Cholesky IC(0) "
         "(10x fewer iterations, see linalg/incomplete_cholesky.py), or a sparse factor reused while it "
         "stays accurate (fast for slow motion, draping and settle; see linalg/preconditioner.py)"})
-    # 1e-3. 2e-3 took 6-21% fewer PCG iterations and stayed as close to a converged run on
-    # every preset, but a swinging 1e5 N/m sheet then gained energy (6.4e-3 J, more than its
-    # largest kinetic energy; none at 1e-3 or 1.5e-3), measured in session 6
+    # 1e-3: a looser tolerance saves PCG iterations and stays as close to a converged run, but
+    # lets a stiff swinging sheet gain energy (docs/design-notes.md, "CG tolerance")
     cg_tolerance: float = _spec(
         1.0e-3, "", "implicit: relative residual at which the conjugate gradient stops",
         0.0, 1.0, exclusive_min=True)

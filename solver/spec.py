@@ -58,7 +58,7 @@ class ClothSetup:
 
 @dataclass(frozen=True)
 class Collider:
-    """A body the cloth must never pass through (see issue 3 / solver.collision).
+    """A body the cloth must never pass through (see solver.collision).
 
     Exactly one shape is given: ``sphere`` (center [m] (3,), radius [m]), ``plane`` (point [m]
     (3,), unit normal (3,); the solid side is behind the normal) or ``mesh`` (a PolyMesh in

@@ -61,8 +61,8 @@ def alternate_quad_triangles(mesh: PolyMesh) -> np.ndarray:
     """Triangles of every quad split along its *other* diagonal (1, 3), shape (2·Q, 3).
 
     Averaging an energy over both splits of each quad removes the directional bias a single
-    diagonal gives (digest A14/P13); for bending it removes a spurious coupling of bending to
-    twist that made strips about 20% too soft.
+    diagonal gives ([Vo2006] §7.1.1–7.1.2 in docs/references.md); for bending it removes a
+    spurious coupling of bending to twist that made strips about 20% too soft.
     """
     o = mesh.face_offsets
     idx = mesh.face_indices

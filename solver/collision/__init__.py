@@ -1,5 +1,5 @@
 """Collisions: colliders (spheres, planes, triangle meshes), self-collision, continuous
-collision detection and the response pipeline run after every step (issue 3).
+collision detection and the response pipeline run after every step.
 
 Modules: ``vector`` (tuple 3-vectors), ``closest`` (closest points), ``ccd`` (continuous
 tests), ``bvh`` (refitted box trees), ``features`` (feature ownership), ``narrow_phase``

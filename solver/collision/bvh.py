@@ -1,4 +1,5 @@
-"""Axis-aligned bounding-box trees over triangles: built once, refitted every step (digest F14).
+"""Axis-aligned bounding-box trees over triangles: built once, refitted every step
+([vandenBergen1997], [Liu2012] §2.3; keys in docs/references.md).
 
 The tree is built top-down at the start by median splits along the longest axis of the
 primitive centres, so neighbouring triangles of the mesh share subtrees; the topology never

@@ -2,8 +2,9 @@
 
 Every vertex moves linearly over the step, x(t) = x0 + t·(x1 − x0), t in [0, 1]. A vertex can
 only cross a triangle, or an edge another edge, at a time when the four points are coplanar:
-f(t) = (x1(t) × x2(t))·x3(t) = 0, a cubic (digest F2/F3, [V] eq.4.8/4.10, [L] eq.4). The
-cubic's roots are isolated robustly (digest P21 warns that plain Cardano fails): the roots of
+f(t) = (x1(t) × x2(t))·x3(t) = 0, a cubic ([Provot1997]; [Vo2006] eq.4.8/4.10; [Liu2012] eq.4;
+keys in docs/references.md). The cubic's roots are isolated robustly ([Vo2006] §6.1 reports that
+plain Cardano fails): the roots of
 f' split [0, 1] into monotone pieces, each sign change is bisected to full precision, and at
 every candidate time (roots, and the interval ends and critical points where the points are
 within ``tol`` of coplanar, i.e. grazing contacts) the exact distance between the primitives
@@ -147,7 +148,7 @@ def first_contact_time(kind, a0, b0, c0, d0, a1, b1, c1, d1, tol):
     Args:
         kind: VERTEX_FACE or EDGE_EDGE.
         a0..d0, a1..d1: the four points at the start and end of the step (3-tuples, metres).
-        tol: contact distance [m] (> 0: exact-zero tests fail in floating point, digest P21).
+        tol: contact distance [m] (> 0: exact-zero tests fail in floating point, [Vo2006] §6.1).
     """
     tol2 = tol * tol
     k0, k1, k2, k3, size = cubic_coefficients(kind, a0, b0, c0, d0, a1, b1, c1, d1)

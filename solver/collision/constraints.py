@@ -1,14 +1,14 @@
-"""Collider contacts and their friction as constraints of the implicit solve (Baraff & Witkin
-1998; digest E3, R3).
+"""Collider contacts and their friction as constraints of the implicit solve ([Baraff1998] §5 in
+docs/references.md).
 
 Why inside the solve: correcting positions only after a large step lets the elastic forces act
 as if the collider were absent. A vertex stopped by the collider is held back from neighbours
-that kept falling; a coarse cloth landing at 1/24 s steps came out 30% stretched (measured),
-and left to the next step those stretched edges pulled the cloth back into the collider, which
-pushed it out again: the cycle pumped energy until the cloth tore through (measured, 13 x 13
-cloth on a sphere). Friction applied after the solve does the same tangentially: it stops the
-contact vertices but not their neighbours, stretching the cloth by about μ·g·h² per step (8 mm
-at 1/24 s, 12% of a 7 cm edge; measured 20% on a draped sphere).
+that kept falling, so a coarse cloth landing at frame-sized steps came out badly stretched, and
+left to the next step those stretched edges pulled the cloth back into the collider, which
+pushed it out again: the cycle pumped energy until the cloth tore through. Friction applied
+after the solve does the same tangentially: it stops the contact vertices but not their
+neighbours, stretching the cloth by about μ·g·h² per step (docs/design-notes.md, "Contacts
+inside the implicit solve").
 
 So the vertices that reach a collider during the step get, in the solve:
 * a *normal* constraint (filter S = I − n·nᵀ, normal velocity prescribed) so that they end the

@@ -1,5 +1,5 @@
-"""Rigid impact zones, the fail-safe of the collision pipeline (Provot; Bridson et al. 2002;
-digest R2).
+"""Rigid impact zones, the fail-safe of the collision pipeline ([Provot1997]; [Bridson2002];
+keys in docs/references.md).
 
 When impulses cannot clear a cluster of collisions, the points involved are merged into zones
 (zones that share points or collide with each other merge, and keep growing until the step is

@@ -14,30 +14,28 @@ vertex. Each test produces a contact record:
 NEARBY (for the implicit solve's contact prediction): every cloth vertex against every mesh
 collider face within its contact distance of the swept boxes, with its closest points at the
 start, whatever its motion (the caller picks and predicts). The other feature pairs were once
-tested and dropped by the caller: 2.2 of the 4k sphere-mesh bake's 14.6 s over 120 frames
-went to the narrow phase, 1.2 s with them skipped (measured).
+tested and dropped by the caller, which nearly doubled the narrow phase's time
+(docs/design-notes.md, "Narrow phase").
 REPULSION (Bridson's repulsion stage, after a step): cloth/collider pairs that end the step
 closer than their contact distance ask for it along the direction between their closest points
 at the end. The start normal would be wrong there: when cloth slides over a faceted collider
 the closest features change, and the start normal, from a ridge or corner that the cloth is
 sliding past, points along the surface; asking the end positions for the gap along it pushed
-sliding cloth back along the surface and stretched it (20% on a faceted sphere, measured). A
+sliding cloth back along the surface and stretched it. A
 pair that touches during the step (the continuous test) or whose closest direction reverses
 went through, or into the gap, on its way: it keeps the start normal, which says which side it
 belongs on. Cloth/cloth pairs keep the start normal and ask for the distance when they end
-closer along it: layers piled on the floor are stretched by these pushes either way (mean
-strain 2.9% with end normals, 2.3% without, in one 24-frame run), a separate, known limitation
-(README, Collisions).
+closer along it: layers piled on the floor are stretched by these pushes either way (more with
+end normals; docs/design-notes.md, "Narrow phase"), a separate, known limitation (README,
+Collisions).
 CONTINUOUS: pairs that touch (within a tolerance) during the linear motion x0 → x1 ask for a
 small positive gap along the normal of the first touch.
 
-Cost (65x65 cloth piling onto itself, about 62,000 candidate triangle pairs and 126,000
-feature pairs per pass, 78% of the triangle pairs neighbours): the swept-box test of each
-feature pair was most of a pass, 4.4 of 7.8 ms, when it gathered the four points' coordinates
-itself; it now compares boxes computed once per pass for every point, triangle and edge. The
-proximity pass also runs the continuous test on the same path (run_with_collisions), so the
-first continuous round after the pushes tests only the pairs they moved (30% of the pairs).
-Together: 2.9 -> 1.5 s of narrow phase over 24 frames on one thread (measured).
+Cost: the swept-box test of each feature pair was most of a pass when it gathered the four
+points' coordinates itself; it now compares boxes computed once per pass for every point,
+triangle and edge. The proximity pass also runs the continuous test on the same path
+(run_with_collisions), so the first continuous round after the pushes tests only the pairs they
+moved (docs/design-notes.md, "Narrow phase").
 """
 
 from __future__ import annotations
@@ -422,10 +420,9 @@ class PairTester:
         ccounts = np.zeros(_CHUNKS, np.int64)
         boxes = (np.empty((len(x0), 6)), np.empty((len(self.tris), 6)),
                  np.empty((len(self.edges), 6)))
-        # only the boxes of the pairs' features: a filtered pass (the CCD rounds after pushes
-        # and the resolves after the strain limiter, 1,797 of 1,982 calls over 40 frames of
-        # the 4k self-collision drape) keeps a median 4% of the pairs, on 6% of the triangles;
-        # its narrow phase went 1.16-1.64 -> 0.98-1.08 s over those 40 frames (measured)
+        # only the boxes of the pairs' features: most calls are filtered passes (the CCD rounds
+        # after pushes and the resolves after the strain limiter), which keep a small share of
+        # the pairs and triangles (docs/design-notes.md, "Narrow phase")
         swept_boxes(x0, x1, self.tris, self.own_v, self.own_e, self.edges, used, *boxes)
         while True:
             size = _CHUNKS * self._cap

@@ -1,4 +1,5 @@
-"""Contact impulses on the step velocity, with Coulomb friction (Bridson et al. 2002, digest R1/R5).
+"""Contact impulses on the step velocity, with Coulomb friction ([Bridson2002]; the friction rule
+of [Provot1997], [Vo2006] eq.4.12–4.16; keys in docs/references.md).
 
 A step is treated as the straight path x0 → x1 = x0 + h·u. A contact (narrow_phase.py record)
 between two primitives with weights w and normal n asks that their separation along n at the

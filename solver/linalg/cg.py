@@ -1,11 +1,12 @@
-"""Modified preconditioned conjugate gradient with constraint filtering (Baraff & Witkin 1998).
+"""Modified preconditioned conjugate gradient with constraint filtering [Baraff1998].
 
 Solves A·Δv = b where each vertex i may have its velocity change prescribed along some
 directions: ``S_i`` (3x3) projects onto the free directions (I: free, 0: pinned, I - n nᵀ: held
 along n) and ``z`` holds the prescribed part. The preconditioner is pluggable: incomplete
-Cholesky (incomplete_cholesky.py, the default), the seeds' block Jacobi, which needs hundreds of
-iterations on stiff cloth (their "P_ii = 1/A_ii" wording must not be copied literally; see the
-digest, errata 4), or a reused sparse LU (preconditioner.py).
+Cholesky (incomplete_cholesky.py, the default), Baraff & Witkin's block Jacobi, which needs
+hundreds of iterations on stiff cloth (their "P_ii = 1/A_ii" wording must not be copied
+literally: [BW98-E1]), or a reused sparse LU (preconditioner.py). Keys in brackets are in
+docs/references.md.
 
 Dot products and norms are summed in fixed chunks so the result does not depend on the thread count.
 """
@@ -150,11 +151,11 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
         max_iter: iteration cap.
         x: in: initial guess for the free directions (a warm start); out: the solution, (V, 3).
         product_dtype: precision of the matrix copy used in the products. The products are
-            memory-bound, and float32 blocks halve their traffic and fit the cache (measured
-            3.2x faster products at 4k vertices; Blender's solver is float32 throughout).
-            Vectors and reductions stay float64, but the solution then solves the rounded
-            matrix: its error floor is about cond(A)·6e-8 (1.7e-4 relative on a crumpled 9x9
-            test system), which Newton's float64 residual corrects in its next iteration.
+            memory-bound, and float32 blocks halve their traffic and fit the cache (Blender's
+            solver is float32 throughout). Vectors and reductions stay float64, but the
+            solution then solves the rounded matrix: its error floor is about cond(A)·6e-8,
+            which Newton's float64 residual corrects in its next iteration
+            (docs/design-notes.md, "float32 PCG products").
 
     Returns:
         (iterations, relative residual reached).

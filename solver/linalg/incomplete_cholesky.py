@@ -1,37 +1,28 @@
 """Incomplete Cholesky IC(0) of the implicit system, refactored for every matrix, as the PCG
 preconditioner.
 
-Block Jacobi needs 850–2,000 PCG iterations to reach 1e-4 on the 65×65 hanging cotton cloth
-(its cap of 500 stops it unconverged). IC(0), no fill beyond the matrix's own pattern, needs
-41–188 on the same recorded matrices (measured). Its factorisation costs about as much as 15–30
-products and its application two triangular solves, so a converged solve costs less than the
-capped Jacobi one.
+Block Jacobi needs more PCG iterations than its cap allows on stiff cloth at fine resolution;
+IC(0) [Saad2003], no fill beyond the matrix's own pattern, needs about a tenth as many on the
+same matrices. Its factorisation costs a few dozen products and its application two triangular
+solves, so a converged solve costs less than the capped Jacobi one (docs/design-notes.md,
+"IC(0) preconditioner").
 
 The factor works on 3x3 blocks (lower block triangle of the matrix's pattern, natural vertex
 order). On a pattern of whole blocks this is the same factor as scalar IC(0), with one index per
-block instead of one per entry: measured at 4k vertices against the scalar version, 24 -> 2.4 ms
-to factor and 0.94 -> 0.44 ms to apply. Fully prescribed vertices get identity rows, as in the
-filtered system. Stiff cloth matrices are SPD but not M-matrices, so IC(0) can meet a
-non-positive pivot; the diagonal is then scaled by (1 + shift) for increasing shifts
-(Manteuffel's shifted IC). If every shift fails, the factor falls back to the diagonal (Jacobi).
+block instead of one per entry, which makes it much faster to factor and to apply. Fully
+prescribed vertices get identity rows, as in the filtered system. Stiff cloth matrices are SPD
+but not M-matrices, so IC(0) can meet a non-positive pivot; the diagonal is then scaled by
+(1 + shift) for increasing shifts (Manteuffel's shifted IC, [Manteuffel1980]). If every shift
+fails, the factor falls back to the diagonal (Jacobi).
 
 The implicit model factors its matrix with the bending hinges' couplings scaled by 0.9
 (system.HINGE_COUPLING_IN_FACTOR; their diagonal blocks whole), the convex combination of each
 hinge's rank-one term and its block diagonal, so still semi-definite. The hinge terms' off-diagonal
-blocks have both signs, and their weight against the mass grows as 1/edge⁴: on 129x129 cotton
-(1 m, 7.8 mm edges) IC(0) of the whole matrix met non-positive pivots, needed a 20 % and then
-a 5 % shift and 538-599 PCG iterations per frame (1.9 s per frame). Measured PCG iterations per
-frame over the first three frames, by share of the couplings kept:
-
-| share | 33x33 | 65x65 | 129x129 |
-|---|---|---|---|
-| 1 (the whole matrix) | 30-39 | 108-121 | 538-599 (shifted) |
-| 0.95 | | 55-74 | 119-146 (1 % shifts) |
-| 0.9 | 31-39 | 55-73 | 114-147 |
-| 0 | 34-41 | 86-105 | 257-301 |
-| 0, and their blocks out of the pattern | 68-92 | 170-218 | 384-516 |
-
-The last row shows that the hinge-only blocks of the pattern act as fill for the membrane part.
+blocks have both signs, and their weight against the mass grows as 1/edge⁴: on fine cloth IC(0)
+of the whole matrix met non-positive pivots, needed large shifts and several times the PCG
+iterations. Dropping the couplings altogether costs iterations too, and dropping their blocks from
+the pattern more still: the hinge-only blocks of the pattern act as fill for the membrane part
+(docs/design-notes.md, "IC(0) hinge scaling"). Keys in brackets are in docs/references.md.
 """
 
 from __future__ import annotations
@@ -44,10 +35,9 @@ from .sparse import Assembly
 
 SHIFTS = (0.0, 1e-3, 1e-2, 0.05, 0.2, 1.0)  # tried in turn on a non-positive pivot
 # Refreshes at a held shift before trying one lower. Starting one lower every time wasted a
-# failed factorisation on about every third matrix with contacts, because consecutive matrices
-# alternate between needing a shift and not: 43 of 169 factorisations over 24 frames of the 4k
-# sphere drape, 86 of 248 with self-collision, 47 of 193 at 16k (measured). A 1e-3 or 1e-2 shift
-# held for a matrix that needs none changed the PCG iterations by about 1%.
+# failed factorisation on many matrices with contacts, because consecutive matrices alternate
+# between needing a shift and not; a small shift held for a matrix that needs none barely
+# changes the PCG iterations (docs/design-notes.md, "IC(0) shifts").
 SHIFT_HOLD = 3
 
 
@@ -155,8 +145,8 @@ def ic0_block_solve(row_ptr, col, blocks, diag_inv, r, out):
     diagonal blocks; r, out flat (3V,).
 
     Forward by gathering along block rows, backward (Lᵀ) by scattering each solved block;
-    one index per 3x3 block instead of one per entry (measured 3x faster than the scalar
-    solve at 4k vertices: the solve is bound by memory traffic).
+    one index per 3x3 block instead of one per entry, faster than the scalar solve because
+    the solve is bound by memory traffic (docs/design-notes.md, "IC(0) preconditioner").
     """
     V = len(row_ptr) - 1
     for i in range(V):
@@ -215,8 +205,9 @@ class IncompleteCholesky:
 
     def refresh(self, blocks: np.ndarray, key, x: np.ndarray, filt=None) -> None:
         """Factor the current matrix, projected by the PCG's filters ``filt`` (V, 3, 3) when
-        given (contacts: the factor then matches the constrained system; measured 5x fewer
-        iterations on a drape over a sphere), else with the fixed vertices filtered."""
+        given (contacts: the factor then matches the constrained system, and needs far fewer
+        iterations on a drape; docs/design-notes.md, "IC(0) preconditioner"), else with the
+        fixed vertices filtered."""
         a = self.asm
         if filt is None:
             filtered_blocks(a.row_ptr, a.col, blocks, a.diag, self.fixed_mask, self._work)

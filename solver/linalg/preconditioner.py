@@ -1,17 +1,17 @@
 """A sparse LU factor of the implicit system, reused over many steps as the PCG preconditioner.
 
-Block Jacobi needs O(resolution) iterations on stiff cloth (k·h²/m ~ 10⁵ for cotton: ~500 CG
-iterations at 4k vertices, measured). The system matrix M − h·D − h²·K changes slowly from step
-to step (cloth is nearly inextensible, so K mostly rotates with the cloth), so an exact factor of
-an *earlier* matrix is a near-perfect preconditioner: measured 0–2 PCG iterations per solve at
-tolerance 1e-4 with a factor many steps old. It is refreshed only when the PCG starts needing
-more iterations (``refactor_iterations``) or the step length changes.
+Block Jacobi needs O(resolution) iterations on stiff cloth (k·h²/m ~ 10⁵ for cotton). The
+system matrix M − h·D − h²·K changes slowly from step to step (cloth is nearly inextensible, so K
+mostly rotates with the cloth), so an exact factor of an *earlier* matrix is a near-perfect
+preconditioner: a factor many steps old leaves only a few PCG iterations per solve. It is
+refreshed only when the PCG starts needing more iterations (``refactor_iterations``) or the step
+length changes (docs/design-notes.md, "Lagged sparse factor").
 
 Factoring only the near couplings (vertex pairs sharing a triangle) and dropping the bending
 couplings across edges was tried: it makes the factor indefinite (the wing-wing blocks of a
 hinge are comparable to the vertex mass at fine resolutions), and compensating the dropped
-blocks on the diagonal keeps it definite but costs 7-11 PCG iterations per solve instead of 1,
-more than the cheaper factor saves (measured at 4k vertices).
+blocks on the diagonal keeps it definite but costs several times the PCG iterations per solve,
+more than the cheaper factor saves.
 
 Hard-pinned vertices get identity rows and columns, so the factor is exactly the inverse of the
 filtered matrix on the free subspace. Partial constraints (a contact normal) are handled by the
@@ -139,8 +139,8 @@ def invert_diagonal_blocks(blocks, diag, fixed_mask, out):
 
 class BlockJacobi:
     """Block-Jacobi preconditioner (Baraff & Witkin's choice): P = blockdiag(A_ii)⁻¹, applied as
-    a division by the diagonal blocks (digest errata 4). Rebuilt for every matrix; cheap per
-    iteration but needs O(resolution) iterations on stiff cloth."""
+    a division by the diagonal blocks ([BW98-E1] in docs/references.md). Rebuilt for every
+    matrix; cheap per iteration but needs O(resolution) iterations on stiff cloth."""
 
     def __init__(self, asm: Assembly, fixed: np.ndarray):
         self.asm = asm

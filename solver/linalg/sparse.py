@@ -5,8 +5,8 @@ and the matrix: runs of consecutive elements are coloured so that no two runs of
 share a vertex; the colours run one after another and the runs of a colour in parallel. No two
 threads write the same vertex or block and every one sums its terms in the same order, so
 assembly is race-free and bit-deterministic whatever the thread count. (Gathering blocks from a
-per-element buffer instead read 33 MB in random order at 4k vertices and cost 31 ms per Newton
-iteration; gathering forces the same way cost 0.4 ms per evaluation; both measured.)
+per-element buffer instead reads that buffer in random order and was much slower;
+docs/design-notes.md, "Assembly by coloured runs".)
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def color_elements(elements: np.ndarray, vertex_count: int
 
     Within a run elements keep their mesh order, so a thread adding one run's blocks walks
     nearby matrix rows. (Colouring single elements instead made every colour sweep the whole
-    matrix: the bending kernel went from 3 to 11 ms at 4k vertices, measured.)
+    matrix, and the bending kernel several times slower; docs/design-notes.md, "Assembly by
+    coloured runs".)
 
     Args:
         elements: (E, k) vertex indices.
