@@ -13,8 +13,8 @@ Scenes (all grids: vertex (i, j) has index ``j * n + i`` at
   ``(n - 1) * n`` and ``n * n - 1``) through the vertex group "pin" used as the cloth's pin group.
 - ``sphere``:   2 m x 2 m grid at z = 1 falling onto a UV-sphere collider (r = 0.5, 32 x 16,
   Collision modifier with default settings) at the origin; no pins.
-- ``freefall``: the sphere scene without the sphere (the "free fall" column of
-  docs/landscape.md section 1.4).
+- ``freefall``: the sphere scene without the sphere (the "free fall" case of the project's
+  first measurements of Blender's Cloth).
 
 Gravity is (0, 0, -9.81) m/s^2, 24 fps, Cloth modifier defaults (= Cotton preset, quality 5)
 unless ``preset``/``quality`` say otherwise.

@@ -1,4 +1,4 @@
-"""Our bake and Blender's built-in cloth beside busy processes (issue 18): slowdown ratios.
+"""Our bake and Blender's built-in cloth beside busy processes: slowdown ratios.
 
 In one process (the bpy wheel, or Debian's ``blender -b``), the ``sphere`` scene (a 2 m cloth
 of n × n vertices falling onto a sphere of radius 0.5 m; ours: ``bench_collision.sphere_spec``,

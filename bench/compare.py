@@ -1,4 +1,4 @@
-"""Side-by-side benchmark (issue 5): Blender's built-in Cloth against our models, one process.
+"""Side-by-side benchmark: Blender's built-in Cloth against our models, one process.
 
 Everything runs in one real Blender process (the bpy wheel), on the same machine and load:
 
@@ -220,9 +220,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", type=int, nargs="*", default=[33, 65],
                     help="grid sizes of the scenes (none: only the pipeline bake)")
     ap.add_argument("--scenes", nargs="+", choices=SCENES, default=list(SCENES))
-    # 40 frames: the scene of the landscape doc's measurements that issues 3 and 5 quote
-    # (Blender 120-141 ms per 4k sphere frame); in the first 24 the cloth is mostly in free
-    # fall or first contact, and Blender's frames cost half of that (72-80 ms, session 9)
+    # 40 frames: the drape of the project's first measurements of Blender's Cloth; in the
+    # first 24 the cloth is mostly in free fall or first contact, where Blender's frames cost
+    # about half as much (docs/design-notes.md, "Benchmark scenes and warm-up")
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=1,
                     help="run Blender and ours alternately this many times; report the median")
@@ -242,7 +242,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.warm_pipeline_cache:
         # long enough to reach the sphere: contact kernels compiled here, not in the timed bake
-        # (with 2 frames the timed bake's first contact frame compiled them: 16 s, session 5)
+        # (with 2 frames the timed bake's first contact frame compiled them)
         run_pipeline(17, 24, warm=True)
         return 0
 
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     scenes = args.scenes if args.sizes else []
     for scene in scenes:  # compile (or load) every kernel outside the timings: 24 frames
         for model in ("implicit", "mass_spring"):  # reach the sphere (2 did not: the 1k
-            run_ours(scene, model, 9, 24)          # drape's worst frame, 671 ms, was JIT)
+            run_ours(scene, model, 9, 24)          # drape's worst frame was JIT)
 
     rows, checks = [], []
     for scene in scenes:

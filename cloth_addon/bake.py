@@ -519,7 +519,7 @@ class BakeJob:
 
 def _penetrations(report) -> tuple[float | None, int]:
     """Deepest penetration [m] and intersecting triangle pairs (cloth/cloth + cloth/collider)
-    of a frame report; (None, 0) while the solver does not measure them (before issue 3)."""
+    of a frame report; (None, 0) while the solver does not measure them."""
     depth = getattr(report, "deepest_penetration_m", None)
     if depth is None:
         return None, 0
