@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg.cg import dot3, mpcg
 from ..forces.bending import bending_terms
 from ..forces.membrane import membrane_terms
-from ..model import ClothModel
-from ..params import SolverSettings
+from ..linalg.cg import dot3, mpcg
 from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.preconditioner import BlockJacobi, LaggedFactor
 from ..linalg.sparse import add_scaled_identity, copy_blocks
+from ..model import ClothModel
+from ..params import SolverSettings
 from ..system import ForceSystem
 from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
+from .contact_solves import ContactSolves
 
 # Steps per frame unless the settings say otherwise. With 2 Newton iterations and a CG
 # tolerance of 1e-3, 2 steps are both cheaper and closer to a converged 8-step run than
@@ -38,6 +39,20 @@ from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 # CG iterations per frame and 69 against 116 mm largest deviation (docs/benchmarks.md).
 DEFAULT_SUBSTEPS = 2
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
+# With self-collision, layers are pushed apart after the solve; when the cloth's parts move
+# relative to each other by more than this fraction of an edge per step, those pushes stretch
+# the cloth (measured: 40-190% strain at 1 step per frame on a strip piling up), so the
+# implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS). Only edges with
+# an end in self-contact on the last step count: the pushes act there, and counting every edge
+# let cloth sliding fast off a sphere, nowhere near its other layers, set 3-10 substeps
+# (measured on the sphere drape with self-collision, 24 frames: 49x49 1.96 -> 1.44 s, 65x65
+# 3.2-4.0 -> 2.8-3.6 s in four alternating pairs, 97x97 14.6 -> 9.1 s, 129x129 17.5-18.6 ->
+# 15.4 s in two; the same 5.1% max strain, mean strain 0.2-0.4% either way, no penetration or
+# self-intersection). The 1 m strip piling onto the floor (tests/test_collision.py) took a
+# different path: 131 instead of 120 substeps over 36 frames, its largest mean strain 7.1% ->
+# 4.4% (docs/benchmarks.md, "Self-collision substeps").
+SELF_CONTACT_MOTION = 0.5
+MAX_SELF_CONTACT_SUBSTEPS = 16
 
 
 class ImplicitSolver(ClothSolver):
@@ -84,6 +99,7 @@ class ImplicitSolver(ClothSolver):
         self.last_residual = 0.0
         lengths = model.edge_rest_length[model.edge_rest_length > 0]
         self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
+        self.contacts = ContactSolves(state=("x", "v", "x_prev", "v_prev"))
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -115,6 +131,23 @@ class ImplicitSolver(ClothSolver):
         self.last_residual = res
         return it
 
+    def _substeps_for_self_contact(self, frame_dt: float, n: int) -> int:
+        """Substeps for a frame (at least n) so that no edge with an end in self-contact on the
+        last step moves its ends relative to each other by more than SELF_CONTACT_MOTION of its
+        rest length per step, at the current velocities (self-collision only)."""
+        c = self.collisions
+        if c is None or not c.self_collision:
+            return n
+        touched = c.self_contact_vertices
+        e = self.model.edges
+        near = touched[e[:, 0]] | touched[e[:, 1]]
+        if not near.any():
+            return n
+        e, rest = e[near], self.model.edge_rest_length[near]
+        rel = np.linalg.norm(self.v[e[:, 1]] - self.v[e[:, 0]], axis=1) * frame_dt
+        need = float(np.max(rel / (SELF_CONTACT_MOTION * rest)))
+        return max(n, min(MAX_SELF_CONTACT_SUBSTEPS, int(np.ceil(need))))
+
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
         n = self._substeps_for_self_contact(frame_dt, self.settings.substeps or DEFAULT_SUBSTEPS)
@@ -127,9 +160,9 @@ class ImplicitSolver(ClothSolver):
                 iters += self._settle_step(h, hard, soft, wind)
             else:
                 pin_vel = (targets.hard1 - targets.hard0) / frame_dt
-                iters += self._step_with_contacts(
-                    lambda: self._dynamic_step(h, hard, soft, wind, pin_vel), h, targets, k / n,
-                    (k + 1) / n)
+                iters += self.contacts.step(
+                    self, lambda: self._dynamic_step(h, hard, soft, wind, pin_vel), h, targets,
+                    k / n, (k + 1) / n)
             iters += self._limit_strain(h) if not self.settings.settle else 0
             self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
         self.check_finite()
@@ -155,9 +188,10 @@ class ImplicitSolver(ClothSolver):
         fx = self.fixed
         target = x0.copy()
         target[m.hard_pins] = hard
-        v1 = (v0 if self._warm_start is None else self._warm_start).copy()  # Newton's guess
+        guess = self.contacts.warm_start
+        v1 = (v0 if guess is None else guess).copy()  # Newton's guess
         v1[fx] = (target[fx] - base_x[fx]) / h  # fixed vertices land exactly on their targets
-        contacts = self._contacts  # collider contacts: normal velocity prescribed like pins
+        contacts = self.contacts.current  # collider contacts: normal velocity prescribed like pins
         if contacts is not None:
             v_tilde = contacts.constrain(self.filt, v1, v_tilde, m.mass)  # + friction impulses
         iters = 0
