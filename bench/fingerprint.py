@@ -1,6 +1,6 @@
 """SHA-256 of baked positions on a fixed set of scenes: proof that a refactor changed no bits.
 
-Covers both models and every integrator, settle, the midpoint blend, analytic and mesh
+Covers both models and every integrator, settle, analytic and mesh
 colliders, self-collision, several pieces of different materials, the demo scene and the
 benchmark scenes (shortened). Run it before and after a change and compare:
 
@@ -82,8 +82,6 @@ def scenes() -> dict:
                                           frames=6),
         "hanging33_factor": hanging_cloth(33, cotton, SolverSettings(preconditioner="factor"),
                                           frames=6),
-        "hanging17_blend": hanging_cloth(17, cotton, SolverSettings(midpoint_blend=0.5),
-                                         frames=12),
         "hanging17_settle": hanging_cloth(17, cotton, SolverSettings(settle=True), frames=6),
         "hanging17_symplectic": hanging_cloth(17, cotton, SolverSettings(model="mass_spring"),
                                               frames=3),

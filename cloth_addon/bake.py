@@ -32,7 +32,8 @@ from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh,
 from . import bake_status, blender_physics, shape_keys, units
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)
-from .mesh_io import BakeError, EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
+from .errors import BakeError
+from .mesh_io import EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
 
 
 @dataclass
@@ -65,8 +66,8 @@ class Group:
     simulation: Simulation
     wall_time_s: float = 0.0
     max_strain: float = 0.0
-    deepest_penetration_m: float | None = None  # None: the solver does not measure it
-    intersections: int | None = None  # most intersecting triangle pairs in one frame
+    deepest_penetration_m: float = 0.0
+    intersections: int = 0  # most intersecting triangle pairs in one frame
 
 
 @dataclass
@@ -76,17 +77,16 @@ class BakeSummary:
     frame_end: int
     wall_time_s: float
     max_strain: float
-    deepest_penetration_m: float | None
-    intersections: int | None
+    deepest_penetration_m: float
+    intersections: int
     models: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # "cloth 'Name' (why)" per skipped object
     warnings: list[str] = field(default_factory=list)  # what the user should know (Cloth modifier)
     notes: list[str] = field(default_factory=list)  # inputs taken from Blender's physics
 
     def text(self) -> str:
-        pen = "" if self.deepest_penetration_m is None else (
-            f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
-            f"{self.intersections} intersecting triangle pairs at most")
+        pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
+               f"{self.intersections} intersecting triangle pairs at most")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         more = "".join(f"; {text}" for text in self.notes + self.warnings)
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
@@ -107,13 +107,6 @@ class _Reading:
     collider_first: dict = field(default_factory=dict)  # collider PolyMesh at the first frame
     collider_positions: dict = field(default_factory=dict)  # (frames + 1, V, 3)
     field_winds: dict = field(default_factory=dict)  # a FieldWind per frame
-
-
-def supports_multi_piece() -> bool:
-    """True once the solver simulates several ClothSetups in one SimulationSpec (it then gives
-    ``Simulation.piece_offsets``, as a property or set in ``__init__``)."""
-    return (hasattr(Simulation, "piece_offsets")
-            or "piece_offsets" in Simulation.__init__.__code__.co_names)
 
 
 def cloth_objects(scene) -> list:
@@ -380,8 +373,6 @@ class BakeJob:
         batches: dict[SolverSettings, list[ClothInput]] = {}
         for c in inputs:
             batches.setdefault(c.settings, []).append(c)
-        if not supports_multi_piece():
-            batches = {(c.settings, c.obj.name): [c] for c in inputs}
         groups = []
         for batch in batches.values():
             names = ", ".join(f"'{c.obj.name}'" for c in batch)
@@ -413,10 +404,8 @@ class BakeJob:
             raise BakeError(f"{names}: {g.simulation.result.error}")
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)
-        depth, crossings = _penetrations(rep)
-        if depth is not None:
-            g.deepest_penetration_m = max(g.deepest_penetration_m or 0.0, depth)
-            g.intersections = max(g.intersections or 0, crossings)
+        g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
+        g.intersections = max(g.intersections, rep.self_intersections + rep.collider_crossings)
         self.frames_done += 1
         if self.log is not None:
             names = ",".join(c.obj.name for c in g.cloths)
@@ -479,18 +468,16 @@ class BakeJob:
             s.bake_model = g.simulation.result.model_name
             s.bake_time = g.wall_time_s
             s.bake_max_strain = g.max_strain
-            measured = g.deepest_penetration_m is not None
-            s.bake_deepest_penetration = g.deepest_penetration_m if measured else -1.0
-            s.bake_intersections = g.intersections if measured else -1
+            s.bake_deepest_penetration = g.deepest_penetration_m
+            s.bake_intersections = g.intersections
         self.scene.frame_set(self.scene.frame_current)
-        measured = [g for g in self.groups if g.deepest_penetration_m is not None]
         summary = BakeSummary(
             objects=[c.obj.name for g in self.groups for c in g.cloths],
             frame_start=self.frame_start, frame_end=self.frame_end,
             wall_time_s=sum(g.wall_time_s for g in self.groups) + time.perf_counter() - start,
             max_strain=max(g.max_strain for g in self.groups),
-            deepest_penetration_m=max((g.deepest_penetration_m for g in measured), default=None),
-            intersections=max((g.intersections for g in measured), default=None),
+            deepest_penetration_m=max(g.deepest_penetration_m for g in self.groups),
+            intersections=max(g.intersections for g in self.groups),
             models=sorted({g.simulation.result.model_name for g in self.groups}),
             skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes))
         self.scene.cloth_solver.last_report = summary.text()
@@ -515,16 +502,6 @@ class BakeJob:
                             "written. Bake again")
         shape_keys.check_mesh_owner(obj)
         shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
-
-
-def _penetrations(report) -> tuple[float | None, int]:
-    """Deepest penetration [m] and intersecting triangle pairs (cloth/cloth + cloth/collider)
-    of a frame report; (None, 0) while the solver does not measure them."""
-    depth = getattr(report, "deepest_penetration_m", None)
-    if depth is None:
-        return None, 0
-    return float(depth), int(getattr(report, "self_intersections", 0)) + int(
-        getattr(report, "collider_crossings", 0))
 
 
 def free_all(scene) -> list[str]:

@@ -8,10 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..solver import PolyMesh
-
-
-class BakeError(Exception):
-    """A problem the user can fix; the message is shown in the status bar as it is."""
+from .errors import BakeError
 
 
 def matrix(obj) -> np.ndarray:

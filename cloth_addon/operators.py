@@ -17,7 +17,7 @@ import bpy
 from bpy.props import BoolProperty, StringProperty
 
 from . import bake, presets, warmup
-from .mesh_io import BakeError
+from .errors import BakeError
 
 # Seconds of simulation per modal timer event: long enough to be efficient, short enough that
 # the UI stays responsive and Esc is seen promptly.

@@ -235,11 +235,8 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             else:
                 box.label(text=text, icon="CHECKMARK")
             box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
-            if s.bake_deepest_penetration < 0:
-                box.label(text="Penetrations: not measured by this solver version")
-            else:
-                box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm, "
-                               f"{s.bake_intersections} intersecting triangle pairs at most")
+            box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm, "
+                           f"{s.bake_intersections} intersecting triangle pairs at most")
         elif scene.last_report:
             layout.label(text=scene.last_report)
 

@@ -180,17 +180,17 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         "bake_time": FloatProperty(name="Bake Time (s)", default=0.0),
         "bake_max_strain": FloatProperty(name="Max Strain", default=0.0, subtype="FACTOR"),
         "bake_deepest_penetration": FloatProperty(
-            name="Deepest Penetration (m)", default=-1.0, unit="LENGTH",
-            description="Deepest cloth vertex inside a collider over the bake; -1 = not measured"),
+            name="Deepest Penetration (m)", default=0.0, unit="LENGTH",
+            description="Deepest cloth vertex inside a collider over the bake"),
         "bake_outdated": StringProperty(
             name="Outdated", default="",
             description="Why the bake no longer matches its inputs ('' = up to date)"),
         "bake_fingerprint": StringProperty(
             default="", description="Hash of the cloth's mesh, shape keys and modifiers at bake"),
         "bake_intersections": IntProperty(
-            name="Intersections", default=-1,
+            name="Intersections", default=0,
             description="Most intersecting triangle pairs (cloth/cloth and cloth/collider) in "
-                        "one frame of the bake; -1 = not measured"),
+                        "one frame of the bake"),
     }
 
 

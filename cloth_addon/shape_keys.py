@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from .mesh_io import (BakeError, key_block_positions, set_key_block_positions,
-                      vertex_group_weights)
+from .errors import BakeError
+from .mesh_io import key_block_positions, set_key_block_positions, vertex_group_weights
 
 KEY_PREFIX = "cloth_"
 

@@ -170,9 +170,6 @@ class SolverSettings:
         20000, "", "explicit: most substeps per frame the automatic step may take; a stiffer or "
         "finer cloth stops with a message instead of running for hours", 1, 10_000_000,
         integer=True)
-    midpoint_blend: float = _spec(
-        0.0, "", "implicit: λ blend towards a second-order rule (0 = implicit Euler). "
-        "EXPERIMENTAL: exact on linear oscillators but unstable on swinging cloth", 0.0, 0.95)
     settle: bool = field(default=False, metadata={
         "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
     self_collision: bool = field(default=False, metadata={

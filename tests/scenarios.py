@@ -1,10 +1,36 @@
-"""Standard set-ups with known answers, shared by the tests and the benchmarks."""
+"""Standard set-ups with known answers and the helpers the tests share; the benchmarks use
+them too. (Shared helpers live here, not in a conftest.py: tests/blender has its own conftest
+on sys.path, so ``from conftest import`` would be ambiguous.)"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from solver import ClothSetup, MaterialParams, PolyMesh, SimulationSpec, SolverSettings, grid_mesh
+from pathlib import Path
+
+from solver import (ClothSetup, MaterialParams, PolyMesh, SimulationResult, SimulationSpec,
+                    SolverSettings, grid_mesh, simulate)
+
+# A light, soft fabric: the explicit model's automatic step stays affordable in tests.
+SOFT = MaterialParams(area_density=0.2, stretch_stiffness=50.0, shear_stiffness=1.0,
+                      bend_stiffness=1e-7, stretch_damping=0.05, shear_damping=0.001,
+                      bend_damping=0.0, air_drag=0.0)
+
+
+def simulate_cloth(mesh: PolyMesh, pins=(), model: str = "implicit", frames: int = 6,
+                   material: MaterialParams = SOFT, colliders=(), **settings) -> SimulationResult:
+    """Simulate one cloth with the given pins, colliders and solver settings."""
+    spec = SimulationSpec(ClothSetup(mesh, material, np.asarray(pins, dtype=np.int64)),
+                          SolverSettings(model=model, **settings), frames=frames,
+                          colliders=tuple(colliders))
+    return simulate(spec)
+
+
+def write_scene(folder: Path, text: str, name: str = "scene.toml") -> Path:
+    """A scene file with the given TOML text in folder."""
+    path = Path(folder) / name
+    path.write_text(text)
+    return path
 
 
 def vertical_strip(width: float, length: float, nx: int, ny: int) -> tuple[PolyMesh, np.ndarray]:

@@ -15,6 +15,7 @@ import pytest
 
 import solver.formats.presets
 from solver.cli import main
+from scenarios import write_scene
 
 REPO = Path(__file__).resolve().parent.parent
 SCENE = """\
@@ -25,12 +26,6 @@ pin = [12, 15]
 [solver]
 model = "implicit"
 """
-
-
-def write_scene(folder: Path, text: str = SCENE) -> Path:
-    path = folder / "scene.toml"
-    path.write_text(text)
-    return path
 
 
 def run_module(*args, cwd=REPO):
@@ -113,7 +108,7 @@ def test_missing_scene_file(tmp_path, capsys):
 
 
 def test_output_directory_is_checked_before_simulating(tmp_path, capsys, fake_simulate):
-    scene = str(write_scene(tmp_path))
+    scene = str(write_scene(tmp_path, SCENE))
     assert main(["run", scene, "--out", str(tmp_path / "no" / "r.npz")]) == 2
     assert capsys.readouterr().err == f"error: --out: directory does not exist: {tmp_path / 'no'}\n"
     assert main(["run", scene, "--out", str(tmp_path / "r.npz"),
@@ -123,7 +118,7 @@ def test_output_directory_is_checked_before_simulating(tmp_path, capsys, fake_si
 
 
 def test_usage_errors_exit_2(tmp_path, capsys):
-    for argv in (["run", str(write_scene(tmp_path))], [], ["frobnicate"]):
+    for argv in (["run", str(write_scene(tmp_path, SCENE))], [], ["frobnicate"]):
         with pytest.raises(SystemExit) as info:
             main(argv)
         assert info.value.code == 2
@@ -134,7 +129,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 
 def test_success_writes_result_and_report(tmp_path, capsys, fake_simulate):
     out, report = tmp_path / "result.npz", tmp_path / "report.json"
-    status = main(["run", str(write_scene(tmp_path)), "--out", str(out), "--report", str(report)])
+    status = main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(out), "--report", str(report)])
     assert status == 0
     spec, progress = fake_simulate.calls[0]
     assert spec.frames == 3 and spec.cloth.pin_indices.tolist() == [12, 15]
@@ -153,7 +148,7 @@ def test_success_writes_result_and_report(tmp_path, capsys, fake_simulate):
 
 
 def test_quiet_suppresses_progress(tmp_path, capsys, fake_simulate):
-    status = main(["run", str(write_scene(tmp_path)), "--out", str(tmp_path / "r.npz"),
+    status = main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(tmp_path / "r.npz"),
                    "--quiet"])
     assert status == 0
     assert fake_simulate.calls[0][1] is None
@@ -162,7 +157,7 @@ def test_quiet_suppresses_progress(tmp_path, capsys, fake_simulate):
 
 def test_out_name_is_kept_exactly(tmp_path, fake_simulate):
     out = tmp_path / "result.data"
-    assert main(["run", str(write_scene(tmp_path)), "--out", str(out), "--quiet"]) == 0
+    assert main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(out), "--quiet"]) == 0
     assert out.is_file() and not (tmp_path / "result.data.npz").exists()
     with np.load(out) as data:
         assert data["positions"].shape == (4, 16, 3)
@@ -171,7 +166,7 @@ def test_out_name_is_kept_exactly(tmp_path, fake_simulate):
 def test_blow_up_writes_completed_frames_and_exits_1(tmp_path, capsys, fake_simulate):
     fake_simulate.blow_up_at = 3
     out, report = tmp_path / "r.npz", tmp_path / "r.json"
-    status = main(["run", str(write_scene(tmp_path)), "--out", str(out), "--report", str(report),
+    status = main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(out), "--report", str(report),
                    "--quiet"])
     assert status == 1
     assert capsys.readouterr().err == "error: simulation blew up at frame 3\n"
@@ -182,7 +177,7 @@ def test_blow_up_writes_completed_frames_and_exits_1(tmp_path, capsys, fake_simu
 
 def test_unwritable_output_exits_1(tmp_path, capsys, fake_simulate):
     (tmp_path / "r.npz").mkdir()  # a directory where the result should go
-    status = main(["run", str(write_scene(tmp_path)), "--out", str(tmp_path / "r.npz"), "--quiet"])
+    status = main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(tmp_path / "r.npz"), "--quiet"])
     assert status == 1
     assert capsys.readouterr().err.startswith("error: cannot write ")
 
@@ -203,7 +198,7 @@ def test_presets_command(tmp_path, capsys, monkeypatch):
 
 def test_real_simulate_success(tmp_path):
     out, report = tmp_path / "r.npz", tmp_path / "r.json"
-    proc = run_module("run", write_scene(tmp_path), "--out", out, "--report", report)
+    proc = run_module("run", write_scene(tmp_path, SCENE), "--out", out, "--report", report)
     assert proc.returncode == 0, proc.stderr
     assert "frame 3/3" in proc.stderr
     with np.load(out) as data:

@@ -15,6 +15,7 @@ import pytest
 from solver import ClothSetup, Collider, MaterialParams, PolyMesh, SimulationSpec, SolverSettings
 from solver.mesh import grid_mesh
 from solver.simulation import simulate
+from scenarios import simulate_cloth
 
 G = 9.81
 # Soft enough for the explicit model's automatic step, stiff enough to hold its shape.
@@ -24,12 +25,8 @@ CLOTH = MaterialParams(area_density=0.2, stretch_stiffness=200.0, shear_stiffnes
 SOLVERS = ["implicit", "mass_spring"]
 
 
-def run(mesh, colliders, model, frames, material=CLOTH, pins=(), self_collision=False,
-        **settings):
-    spec = SimulationSpec(ClothSetup(mesh, material, np.asarray(pins, dtype=np.int64)),
-                          SolverSettings(model=model, self_collision=self_collision, **settings),
-                          frames=frames, colliders=tuple(colliders))
-    result = simulate(spec)
+def run(mesh, colliders, model, frames, material=CLOTH, pins=(), **settings):
+    result = simulate_cloth(mesh, pins, model, frames, material, colliders, **settings)
     assert result.error is None
     return result
 

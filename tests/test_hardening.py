@@ -30,18 +30,9 @@ from solver import (ClothSetup, MaterialParams, MeshError, ParameterError, PolyM
 from solver.model import build_model
 from solver.formats.scene import SceneError, parse_scene
 from solver.simulation import Simulation, simulate
+from scenarios import SOFT, simulate_cloth
 
-# A light, soft fabric: the explicit model's automatic step stays cheap.
-SOFT = MaterialParams(area_density=0.2, stretch_stiffness=50.0, shear_stiffness=1.0,
-                      bend_stiffness=1e-7, stretch_damping=0.05, shear_damping=0.001,
-                      bend_damping=0.0, air_drag=0.0)
 SOLVERS = ("implicit", "mass_spring")
-
-
-def run(mesh, pins=(), model="implicit", frames=6, material=SOFT, **settings):
-    spec = SimulationSpec(ClothSetup(mesh, material, np.asarray(pins, dtype=np.int64)),
-                          SolverSettings(model=model, **settings), frames=frames)
-    return simulate(spec)
 
 
 def assert_sensible(result, pins, falling):
@@ -75,7 +66,7 @@ def test_ngons_simulate(model):
     assert len(m.triangles) == 3 + 4                      # fan split keeps every polygon
     assert np.isclose(m.mass.sum(), SOFT.area_density * m.tri_area.sum())
     assert np.all(m.mass > 0)
-    r = run(mesh, pins=[0, 4], model=model)
+    r = simulate_cloth(mesh, pins=[0, 4], model=model)
     assert_sensible(r, [0, 4], falling=[5, 6, 7])
 
 
@@ -91,7 +82,7 @@ def test_non_manifold_edge_simulates(model):
     m = build_model(ClothSetup(mesh, SOFT))
     assert len(m.hinges) == 2                  # n faces on one edge: n - 1 hinges
     assert len(m.edges) == 7
-    r = run(mesh, pins=[0, 1], model=model)
+    r = simulate_cloth(mesh, pins=[0, 1], model=model)
     # the wings 2 and 3 swing down; the fin 4 stands upright above the pinned edge (an
     # unstable balance its membrane holds) and only sags
     assert_sensible(r, [0, 1], falling=[2, 3])
@@ -108,7 +99,7 @@ def test_loose_vertices_stay_put_and_the_cloth_falls(model):
     mesh.validate()
     m = build_model(ClothSetup(mesh, SOFT))
     assert m.mass[16] == 0 and m.mass[17] == 0
-    r = run(mesh, pins=[12, 15], model=model)
+    r = simulate_cloth(mesh, pins=[12, 15], model=model)
     assert_sensible(r, [12, 15], falling=[0, 3])
     np.testing.assert_array_equal(r.positions[-1, 16:], pos[16:])
 
@@ -139,7 +130,7 @@ def test_zero_area_faces_simulate(model):
     m = build_model(ClothSetup(mesh, SOFT))
     assert np.all(np.isfinite(m.mass)) and np.all(np.isfinite(m.edge_rest_length))
     assert np.all(np.isfinite(m.tri_frame_u)) and np.all(np.isfinite(m.tri_frame_v))
-    r = run(mesh, pins=[12, 15], model=model)
+    r = simulate_cloth(mesh, pins=[12, 15], model=model)
     assert_sensible(r, [12, 15], falling=[0, 3])
 
 
@@ -154,7 +145,7 @@ def test_unwelded_seam_falls_as_two_pieces(model):
                     np.concatenate([a.face_offsets, a.face_offsets[-1] + b.face_offsets[1:]]))
     mesh.validate()
     assert np.allclose(pos[2], pos[9])                       # duplicated seam vertex
-    r = run(mesh, pins=[6, 17], model=model)
+    r = simulate_cloth(mesh, pins=[6, 17], model=model)
     assert_sensible(r, [6, 17], falling=[0, 11])
 
 
@@ -165,8 +156,8 @@ def test_mixed_winding_falls_like_consistent_winding(model):
     # reversed keeping the first corner, so both windings split the quad on the same diagonal
     faces = [np.r_[f[0], f[:0:-1]] if k % 2 else f for k, f in enumerate(g.faces())]
     flipped = PolyMesh.from_faces(g.positions, faces)
-    a = run(g, pins=[20, 24], model=model)
-    b = run(flipped, pins=[20, 24], model=model)
+    a = simulate_cloth(g, pins=[20, 24], model=model)
+    b = simulate_cloth(flipped, pins=[20, 24], model=model)
     assert_sensible(b, [20, 24], falling=[0, 4])
     np.testing.assert_allclose(b.positions, a.positions, atol=1e-6)
 
@@ -174,9 +165,9 @@ def test_mixed_winding_falls_like_consistent_winding(model):
 @pytest.mark.parametrize("model", SOLVERS)
 def test_single_triangle(model):
     mesh = PolyMesh.from_faces([(0, 0, 1), (0.1, 0, 1), (0, 0.1, 1)], [[0, 1, 2]])
-    r = run(mesh, pins=[0], model=model)
+    r = simulate_cloth(mesh, pins=[0], model=model)
     assert_sensible(r, [0], falling=[1, 2])
-    free = run(mesh, model=model)                      # unpinned: plain free fall
+    free = simulate_cloth(mesh, model=model)                      # unpinned: plain free fall
     assert free.error is None
     drop = free.positions[0, :, 2] - free.positions[-1, :, 2]
     n, h = 6, 1 / 24     # between the exact g·t²/2 and implicit Euler's g·h²·n(n+1)/2
@@ -278,7 +269,7 @@ def test_explicit_model_substeps_a_far_too_low_request():
     """One substep per frame for a 5 kN/m fabric would explode; the solver raises the count."""
     g = grid_mesh((0.3, 0.3), (6, 6), (0, 0, 1))
     mat = dataclasses.replace(SOFT, stretch_stiffness=5000.0, shear_stiffness=50.0)
-    r = run(g, pins=[30, 35], model="mass_spring", material=mat, frames=4, substeps=1)
+    r = simulate_cloth(g, pins=[30, 35], model="mass_spring", material=mat, frames=4, substeps=1)
     assert_sensible(r, [30, 35], falling=[0, 5])
     assert all(f.substeps > 20 for f in r.frames), [f.substeps for f in r.frames]
     assert max(f.max_strain for f in r.frames) < 0.05
@@ -289,7 +280,7 @@ def test_explicit_model_refuses_a_step_count_that_would_run_for_hours():
     would need and the way out, instead of stepping millions of times."""
     g = grid_mesh((0.3, 0.3), (6, 6), (0, 0, 1))
     mat = dataclasses.replace(SOFT, stretch_stiffness=1e8, shear_stiffness=1e8)
-    r = run(g, pins=[30, 35], model="mass_spring", material=mat, frames=4)
+    r = simulate_cloth(g, pins=[30, 35], model="mass_spring", material=mat, frames=4)
     assert r.error is not None and r.frames == []
     assert r.error.startswith("frame 1: the mass_spring model needs ")
     assert "substeps per frame to stay stable" in r.error
@@ -297,7 +288,7 @@ def test_explicit_model_refuses_a_step_count_that_would_run_for_hours():
     assert r.positions.shape[0] == 1  # frame 0 kept
     # the same cloth runs when the user allows the steps it needs (here a few hundred thousand
     # would be needed: a lower stiffness shows the limit is the only thing that stopped it)
-    ok = run(g, pins=[30, 35], model="mass_spring", frames=1,
+    ok = simulate_cloth(g, pins=[30, 35], model="mass_spring", frames=1,
              material=dataclasses.replace(mat, stretch_stiffness=1e4, shear_stiffness=1e2))
     assert ok.error is None
 

@@ -17,6 +17,7 @@ from solver.params import MaterialParams, SolverSettings
 from solver.cli import main
 from solver.formats.scene import COLLIDER_CHECKS, WIND_CHECKS, SceneError, load_scene, parse_scene
 from solver.spec import Collider, SimulationSpec, Wind
+from scenarios import write_scene
 
 SQUARE_OBJ = "v 0 0 1\nv 1 0 1\nv 1 1 1\nv 0 1 1\nv 0.5 0.5 1\nf 1 2 5\nf 2 3 5\nf 3 4 5\nf 4 1 5\n"
 COTTON = '[preset]\nname = "Cotton"\n[material]\narea_density = 0.13\nbend_stiffness = 2e-6\n'
@@ -28,12 +29,6 @@ def presets(tmp_path):
     folder.mkdir()
     (folder / "cotton.toml").write_text(COTTON)
     return folder
-
-
-def write_scene(folder, text, name="scene.toml"):
-    path = folder / name
-    path.write_text(text)
-    return path
 
 
 def load_error(folder, text, presets=None) -> SceneError:
@@ -153,11 +148,11 @@ def test_solver_accepts_every_settings_field_by_name(tmp_path):
 [cloth]
 grid = {}
 [solver]
-midpoint_blend = 0.5
+newton_iterations = 3
 settle = true
 cg_tolerance = 1e-6
 """))
-    assert spec.settings.midpoint_blend == 0.5 and spec.settings.settle is True
+    assert spec.settings.newton_iterations == 3 and spec.settings.settle is True
 
 
 def test_wind_checks_cover_exactly_the_wind_fields():
@@ -459,7 +454,7 @@ VALID = {
         "pin_motion": "pins.npz",
         "thickness": 0.002,
     },
-    "solver": {"model": "implicit", "substeps": 5, "midpoint_blend": 0.5, "settle": False},
+    "solver": {"model": "implicit", "substeps": 5, "newton_iterations": 3, "settle": False},
     "wind": {"velocity": [1.0, 0.0, 0.0], "turbulence": 0.5, "seed": 3},
     "collider": [
         {"sphere": {"center": [0.0, 0.0, 0.5], "radius": 0.5}, "thickness": 0.005,

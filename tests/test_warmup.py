@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from solver import warmup
 
 ROOT = Path(__file__).resolve().parent.parent

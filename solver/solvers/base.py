@@ -148,6 +148,12 @@ class ClothSolver:
                                   self.inv_mass, self._tethers, s,
                                   self.settings.strain_limit_iterations)
 
+    def elastic_energy(self) -> float:
+        """Energy stored in the cloth's elastic terms at the current state [J] (``self.system``
+        is each solver's ForceSystem)."""
+        self.system.internal(self.x, self.v)
+        return self.system.elastic_energy()
+
     def check_finite(self) -> None:
         """Raise BlowUpError if the state is non-finite or runaway."""
         if not (np.all(np.isfinite(self.x)) and np.all(np.isfinite(self.v))):

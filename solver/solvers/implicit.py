@@ -1,16 +1,10 @@
 """Baraff & Witkin implicit cloth: triangle stretch/shear, dihedral bending, one global solve.
 
 Each step linearises the forces once and solves (M − h·D − h²·K)·Δv = b over all vertices with
-the filtered PCG (linalg/cg.py); hard pins enter as prescribed velocity changes. Options:
+the filtered PCG (linalg/cg.py); hard pins enter as prescribed velocity changes. The step is
+implicit Euler: Volino's λ-blend towards a second-order rule was tried and dropped, as it fed
+energy into swinging cloth (docs/design-notes.md, "Midpoint blend"). Option:
 
-* ``midpoint_blend`` λ: blends implicit Euler (λ = 0) with a second-order rule over
-  [t − h, t + h] (λ = 1) as Volino & Magnenat-Thalmann propose, in the corrected form derived in
-  the digest (errata 8): x₁ = x₀ − λ(x₀ − x₋₁) + h(v₁ + λv₋₁) and
-  v₁ = (1 − λ)(v₀ + h·a₁) + λ(v₋₁ + 2h·ā). The digest takes ā at the chord midpoint
-  (x₁ + x₋₁)/2; for rotating cloth that point is a shrunken configuration and the spurious
-  elastic forces blew cloth up even at λ = 0.5 (measured). We take ā = (a₁ + a₋₁)/2 (the
-  trapezoidal rule on [t − h, t + h]), identical for linear forces, so the digest's oscillator
-  check still holds exactly, and evaluated only at real configurations.
 * ``settle``: quasi-static relaxation (Volino's "fast draping"): (M − τ²K)·Δx = τ²·f, v = 0,
   with a large pseudo-time τ (SETTLE_PSEUDO_STEP) so each iteration is nearly a Newton step on
   the potential energy; M keeps the system definite, and no vertex moves more than half the
@@ -94,12 +88,10 @@ class ImplicitSolver(ClothSolver):
         # their block stays invertible
         self._diag_mass = model.mass.copy()
         self._diag_mass[self.fixed[model.mass[self.fixed] == 0]] = 1.0
-        self.x_prev = None  # (x₋₁, v₋₁) for the midpoint blend
-        self.v_prev = None
         self.last_residual = 0.0
         lengths = model.edge_rest_length[model.edge_rest_length > 0]
         self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
-        self.contacts = ContactSolves(state=("x", "v", "x_prev", "v_prev"))
+        self.contacts = ContactSolves(state=("x", "v"))
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -169,21 +161,18 @@ class ImplicitSolver(ClothSolver):
         return StepInfo(substeps=n, iterations=iters)
 
     def _dynamic_step(self, h, hard, soft, wind, pin_vel) -> int:
-        """One step, solved by Newton iterations on the blended implicit equations.
+        """One implicit Euler step, solved by Newton iterations.
 
-        Residual R(v₁) = M(v₁ − ṽ) − h·[f(x₁, v₁) + λ·f(x₋₁, v₋₁)] with
-        ṽ = v₀ − λ(v₀ − v₋₁) and x₁ = x₀ − λ(x₀ − x₋₁) + h(v₁ + λv₋₁); its Jacobian is
-        M − h·D − h²·K at x₁ (see the module docstring for the blend).
+        Residual R(v₁) = M(v₁ − ṽ) − h·f(x₀ + h·v₁, v₁) with ṽ = v₀ (plus friction impulses);
+        its Jacobian is M − h·D − h²·K at x₁ = x₀ + h·v₁.
         A single linearisation (Baraff & Witkin's one step) lets vertices next to pins move
         sideways at no first-order cost and overstretch under fast rotation; re-linearising
         until the update is below ``newton_tolerance`` of the shortest edge removes that.
         """
         s, m, st = self.system, self.model, self.settings
         x0, v0 = self.x, self.v
-        lam = st.midpoint_blend if self.x_prev is not None else 0.0
-        xm, vm = (self.x_prev, self.v_prev) if lam else (x0, v0)
-        base_x = x0 - lam * (x0 - xm) + lam * h * vm  # x₁ = base_x + h·v₁
-        v_tilde = v0 - lam * (v0 - vm)
+        base_x = x0  # x₁ = base_x + h·v₁
+        v_tilde = v0
         M = m.mass[:, None]
         fx = self.fixed
         target = x0.copy()
@@ -197,18 +186,13 @@ class ImplicitSolver(ClothSolver):
         iters = 0
         free_w = np.where(self.inv_mass > 0, self.inv_mass, 0.0)[:, None]
 
-        f_prev = 0.0
-        if lam:  # λ·f(x₋₁, v₋₁) is fixed during the step
-            s.evaluate(xm, vm, self.gravity, wind, soft)
-            f_prev = lam * s.force.copy()
-
         jac = (-h * h, -h)  # J = −h²·∂f/∂x − h·∂f/∂v
 
         def residual(v, with_jac=False):
-            """h·(f(x₁, v) + λ·f₋₁) − M(v − ṽ), and its M⁻¹-weighted squared norm; with_jac
+            """h·f(x₁, v) − M(v − ṽ), and its M⁻¹-weighted squared norm; with_jac
             also leaves the Jacobian part of the next solve's matrix in A."""
             s.evaluate(base_x + h * v, v, self.gravity, wind, soft, jac if with_jac else None)
-            r = h * (s.force + f_prev) - M * (v - v_tilde)
+            r = h * s.force - M * (v - v_tilde)
             rf = r if contacts is None else contacts.tangential(r)  # reactions are not errors
             return r, float(np.sum(free_w * rf * rf))
 
@@ -229,7 +213,6 @@ class ImplicitSolver(ClothSolver):
         self.dv[:] = 0.0  # next step's Newton correction starts from zero
         if contacts is not None:
             contacts.release(self.filt, res)  # keeps the reactions for the friction modes
-        self.x_prev, self.v_prev = x0, v0
         self.x = base_x + h * v1
         self.v = v1
         self.v[m.hard_pins] = pin_vel

@@ -178,7 +178,7 @@ def test_objects_changed_while_the_bake_simulates_stop_it_before_anything_is_wri
     for obj in (a, b):
         obj.cloth_solver.solver = "MASS_SPRING"
     BakeJob = addon().cloth_addon.bake.BakeJob
-    BakeError = addon().cloth_addon.mesh_io.BakeError
+    BakeError = addon().cloth_addon.errors.BakeError
 
     job = BakeJob(bpy.context)  # what the modal bake runs, between UI events
     while job.step():
