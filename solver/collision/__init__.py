@@ -5,7 +5,8 @@ Modules: ``vector`` (tuple 3-vectors), ``closest`` (closest points), ``ccd`` (co
 tests), ``bvh`` (refitted box trees), ``features`` (feature ownership), ``narrow_phase``
 (exact pair tests), ``analytic`` (spheres and planes), ``response`` (impulses with friction),
 ``impact_zones`` (rigid fail-safe), ``colliders`` (collider arrays and motion),
-``intersections`` (independent checks for the report), ``pipeline`` (the whole step).
+``intersections`` (independent checks for the report), ``pipeline`` (the whole step),
+``constraints`` (collider contacts as constraints of the implicit solve).
 """
 
 from .colliders import ColliderFrame, ColliderSet, ColliderState

@@ -18,7 +18,7 @@ So the vertices that reach a collider during the step get, in the solve:
   known impulse in the solve, with J the normal reaction.
 
 The contact set, the modes and J form an active set, solved again (from the same start) while
-it changes (ClothSolver._step_with_contacts): vertices whose solved path still reaches a
+it changes (solvers/contact_solves.py): vertices whose solved path still reaches a
 collider are added; a sticking vertex whose tangential reaction exceeds μ·J slides; a sliding
 one whose friction could stop it sticks; a contact whose reaction pulls (J < 0) is released.
 Modes carry over from one step to the next, so a resting or steadily sliding cloth needs one
