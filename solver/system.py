@@ -7,7 +7,8 @@ implicit solve asks for a = −h², b = −h, so its matrix M − h²·K − h·
 written once per Newton iteration; ``jacobians`` gives K and D apart (tests, the explicit
 model's step-size estimate). With ``constant_hinge_jacobian`` the hinges' blocks are the
 constant −k·Γ ⊗ I₃ of forces/bending.py, written as J's starting value, and the bending kernel
-computes forces only: it was 40% of a 65x65 implicit frame while it added 16 blocks per hinge.
+computes forces only: it was a large share of an implicit frame while it added 16 blocks per
+hinge (docs/design-notes.md, "Constant bending Jacobian").
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
 from .model import ClothModel
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
-# (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: 86-105 PCG
-# iterations per frame at 65x65; 0.9: 55-73 (108-121 with all of them, 16k: 114-147 against
-# 538-599); 0.95 needed small shifts at 129x129 (measured).
+# (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: more PCG
+# iterations than 0.9; 0.95 still needed small shifts on fine cloth (docs/design-notes.md,
+# "IC(0) hinge scaling").
 HINGE_COUPLING_IN_FACTOR = 0.9
 
 
@@ -69,7 +70,7 @@ class ForceSystem:
         self.force = np.zeros((V, 3))
         # float32: the PCG multiplies by it in float32 anyway (linalg/cg.py), the forces and the Newton
         # residual stay float64, and half the bytes make the scattered block additions faster
-        # (65x65 cloth: 11.6-13.2 -> 9.2-10.0 ms per evaluation with J, measured)
+        # (docs/design-notes.md, "Force kernels")
         self.J = np.zeros((nnzb, 3, 3), dtype=np.float32)
         self.energy_membrane = np.zeros(len(model.triangles) if membrane is not None else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)

@@ -1,8 +1,8 @@
 """Continuous collision detection and closest points against hand-computed answers.
 
 Every case states its time of impact; the degenerate ones (parallel edges, motion inside the
-triangle's plane, a collapsed triangle, a grazing touch) are the cases the seeds warn about
-(digest P21). A randomised test compares against an independent brute-force sweep.
+triangle's plane, a collapsed triangle, a grazing touch) are the cases [Vo2006] §6.1 warns about
+(docs/references.md). A randomised test compares against an independent brute-force sweep.
 """
 
 import numpy as np

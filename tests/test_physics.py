@@ -171,7 +171,8 @@ def test_undamped_symplectic_run_conserves_energy():
 
 
 def test_implicit_euler_dissipates_energy():
-    """[VMT] §2.8: implicit Euler damps an undamped swing numerically (and never gains much)."""
+    """[Volino2000] §2.8 (docs/references.md): implicit Euler damps an undamped swing
+    numerically (and never gains much)."""
     mat = _undamped(dataclasses.replace(SOFT, stretch_stiffness=500.0, bend_stiffness=1e-5))
     euler = _swing({"model": "implicit"}, mat)
     e = _total_energy(euler)

@@ -1,4 +1,5 @@
-"""Dihedral-angle bending across each interior edge (Bridson et al. 2003; B&W bend condition).
+"""Dihedral-angle bending across each interior edge ([Bridson2003]; the bend condition of
+[Baraff1998]; keys in docs/references.md).
 
 For a hinge with shared edge (x0, x1) and wings x2, x3, the energy is
     E = k/2·(θ − θ0)²,  k = B·|e|² / (A1 + A2)
@@ -8,7 +9,7 @@ its meaning when the mesh is refined. The gradient of θ uses Bridson's mode vec
 Jacobian is the Gauss–Newton part −k·∇θ∇θᵀ (exact at the rest angle, always semi-definite).
 
 ``hinge_angles_and_grams`` also gives each hinge's Gram matrix Γ_mn = ∇θ_m·∇θ_n at rest. The
-implicit solve uses −k·Γ ⊗ I₃ as a constant Jacobian (Bergou et al. 2006 show bending energy is
+implicit solve uses −k·Γ ⊗ I₃ as a constant Jacobian ([Bergou2006] show bending energy is
 quadratic with this kind of constant Hessian under isometric deformation): it matches −k·∇θ∇θᵀ
 in the normal direction of a flat hinge and adds a term in the tangent plane that is
 negligible beside the membrane stiffness there (~0.03 against 4000 N/m for cotton at 4k).
@@ -121,7 +122,8 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, c
             run = run_order[k]
             g = np.empty((4, 3))  # ∇θ, one buffer per run
             for h in range(run_start[run], run_start[run + 1]):
-                # written out in full: a shared per-hinge helper ran 3.6x slower (measured)
+                # written out in full: a shared per-hinge helper ran several times slower
+                # (docs/design-notes.md, "Force kernels")
                 i0, i1, i2, i3 = hinges[h, 0], hinges[h, 1], hinges[h, 2], hinges[h, 3]
                 theta = _hinge_theta_grad(x, i0, i1, i2, i3, g)
                 if np.isnan(theta):  # degenerate: no force, no stiffness

@@ -1,7 +1,8 @@
-"""Linear springs with axial damping (Provot structural, shear and flexion springs).
+"""Linear springs with axial damping (Provot structural, shear and flexion springs, [Provot1995]).
 
 Energy E = k/2·(|x_j − x_i| − L)²; the force on i pulls towards j when stretched (the sign
-printed in [V] eq.4.2 is wrong, digest errata 1). Damping acts on the rate of length change only.
+printed in [Vo2006] eq.4.2 is wrong: [Vo06-E1]; keys in docs/references.md). Damping acts on the
+rate of length change only.
 """
 
 from dataclasses import dataclass

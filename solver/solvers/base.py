@@ -15,22 +15,16 @@ from ..params import SolverSettings
 from ..strain_limit import apply_strain_limit, tethers
 
 # The collision pipeline's pushes act on single vertices and can stretch their edges far past
-# the strain limit (measured: 20-90% where the solve had pulled cloth 1-2 cm into a faceted
-# sphere, 10% at a self-contact fold). While an edge then exceeds the limit by more than
-# STRAIN_SLACK of it, the limiter runs again and the pipeline once more on the same step, at
-# most STRAIN_ROUNDS times (max strain of the sphere-and-floor demo sheet 14-17% -> 6-8% with
-# one round alone, measured over three wind seeds). Since the repeated pipeline tests only the
-# pairs the limiter moved, tight rounds are cheap: slack 20% and 3 rounds left the 2 m cotton
-# drape with self-collision at 5.7% (4k) and 5.9% (16k vertices); 2% and 8 rounds at 5.07% and
-# 5.09% over 24 frames, for 2-10% more time per frame. Longer runs still spiked where 8 rounds ran
-# out (65x65 over 72 frames: 5.56%; 129x129 over 36: 5.38%); 16 rounds hold both at 5.10% at no
-# measurable cost. A few folds never settle (57x57 over 60 frames: 5.41% with 8 rounds, 5.18% with
-# 16, 5.20% with 32): there the pushes that keep the layers apart and the limit disagree.
+# the strain limit. While an edge then exceeds the limit by more than STRAIN_SLACK of it, the
+# limiter runs again and the pipeline once more on the same step, at most STRAIN_ROUNDS times.
+# Since the repeated pipeline tests only the pairs the limiter moved, tight rounds are cheap. A
+# few folds never settle: there the pushes that keep the layers apart and the limit disagree
+# (docs/design-notes.md, "Strain rounds after collisions").
 STRAIN_SLACK = 0.02
 STRAIN_ROUNDS = 16
 # A material without a strain limit still must not be stretched by collision pushes: those
-# rounds then hold edges to this strain (a 2 m cloth draped over a 32x16 mesh sphere spiked to
-# 29% at 1k and 122% at 4k vertices without it; measured, docs/benchmarks.md).
+# rounds then hold edges to this strain (without it a draped cloth spiked far past any fabric's
+# stretch; docs/design-notes.md, "Strain rounds after collisions").
 COLLISION_STRAIN_GUARD = 0.1
 
 
@@ -114,8 +108,8 @@ class ClothSolver:
                 if not self._limit_strain(h, only_if_over=True):
                     break
                 # A resolve leaves every pair free of crossings on its path, so the next one
-                # need only test pairs the strain limiter moved: about 1% of the vertices on
-                # the 65x65 self-colliding drape (measured).
+                # need only test pairs the strain limiter moved: a small share of the vertices
+                # (docs/design-notes.md, "Repeated resolves").
                 moved = None if stats.unresolved else np.any(self.x != before, axis=1)
                 stats = c.resolve(x_start, self.x, self.v, self.inv_mass, h, c0, c1, moved)
                 self.collision_stats.add(stats)

@@ -19,9 +19,9 @@ CONTACT_NEAR = 0.5
 # Vertices that start within (1 + CONTACT_TOUCH) times their contact distance are constrained
 # whatever their predicted motion, unless their reaction pulled in the previous step (then they
 # are free to leave): predicted from velocity and gravity alone, cloth wrapped below a sphere's
-# equator (gravity along the surface) was left out, pulled 1-2 cm into the collider by its own
-# tension within one step, and the collision pipeline's push-back stretched it by 20-90%, step
-# after step (measured, 31 x 31 denim on a 32 x 16 UV sphere).
+# equator (gravity along the surface) was left out, pulled into the collider by its own
+# tension within one step, and the collision pipeline's push-back stretched it, step after step
+# (docs/design-notes.md, "Contact solves per step").
 CONTACT_TOUCH = 0.1
 CONTACT_RESOLVE = 0.05  # re-solve only when the solved path reaches this many new contacts
 

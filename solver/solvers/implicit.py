@@ -2,13 +2,15 @@
 
 Each step linearises the forces once and solves (M − h·D − h²·K)·Δv = b over all vertices with
 the filtered PCG (linalg/cg.py); hard pins enter as prescribed velocity changes. The step is
-implicit Euler: Volino's λ-blend towards a second-order rule was tried and dropped, as it fed
-energy into swinging cloth (docs/design-notes.md, "Midpoint blend"). Option:
+implicit Euler: [Volino2000]'s λ-blend towards a second-order rule was tried and dropped, as it
+fed energy into swinging cloth (docs/design-notes.md, "Midpoint blend"; keys in brackets are in
+docs/references.md). Option:
 
-* ``settle``: quasi-static relaxation (Volino's "fast draping"): (M − τ²K)·Δx = τ²·f, v = 0,
-  with a large pseudo-time τ (SETTLE_PSEUDO_STEP) so each iteration is nearly a Newton step on
-  the potential energy; M keeps the system definite, and no vertex moves more than half the
-  shortest rest edge per iteration so a folded start cannot jump through itself.
+* ``settle``: quasi-static relaxation ([Volino2000]'s "fast draping", §2.7):
+  (M − τ²K)·Δx = τ²·f, v = 0, with a large pseudo-time τ (SETTLE_PSEUDO_STEP) so each iteration
+  is nearly a Newton step on the potential energy; M keeps the system definite, and no vertex
+  moves more than half the shortest rest edge per iteration so a folded start cannot jump
+  through itself.
 """
 
 from __future__ import annotations
@@ -28,23 +30,16 @@ from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 from .contact_solves import ContactSolves
 
 # Steps per frame unless the settings say otherwise. With 2 Newton iterations and a CG
-# tolerance of 1e-3, 2 steps are both cheaper and closer to a converged 8-step run than
-# 1 step with 4 iterations at 1e-4: over 1 s of hanging cotton at 4k vertices, 85 against 369
-# CG iterations per frame and 69 against 116 mm largest deviation (docs/benchmarks.md).
+# tolerance of 1e-3, 2 steps are both cheaper and closer to a converged run than 1 step with
+# 4 iterations at 1e-4 (docs/design-notes.md, "Default substeps").
 DEFAULT_SUBSTEPS = 2
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 # With self-collision, layers are pushed apart after the solve; when the cloth's parts move
 # relative to each other by more than this fraction of an edge per step, those pushes stretch
-# the cloth (measured: 40-190% strain at 1 step per frame on a strip piling up), so the
-# implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS). Only edges with
-# an end in self-contact on the last step count: the pushes act there, and counting every edge
-# let cloth sliding fast off a sphere, nowhere near its other layers, set 3-10 substeps
-# (measured on the sphere drape with self-collision, 24 frames: 49x49 1.96 -> 1.44 s, 65x65
-# 3.2-4.0 -> 2.8-3.6 s in four alternating pairs, 97x97 14.6 -> 9.1 s, 129x129 17.5-18.6 ->
-# 15.4 s in two; the same 5.1% max strain, mean strain 0.2-0.4% either way, no penetration or
-# self-intersection). The 1 m strip piling onto the floor (tests/test_collision.py) took a
-# different path: 131 instead of 120 substeps over 36 frames, its largest mean strain 7.1% ->
-# 4.4% (docs/benchmarks.md, "Self-collision substeps").
+# the cloth, so the implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS).
+# Only edges with an end in self-contact on the last step count: the pushes act there, and
+# counting every edge let cloth sliding fast off a sphere, nowhere near its other layers, set
+# several substeps for nothing (docs/design-notes.md, "Self-contact substeps").
 SELF_CONTACT_MOTION = 0.5
 MAX_SELF_CONTACT_SUBSTEPS = 16
 
@@ -80,9 +75,9 @@ class ImplicitSolver(ClothSolver):
         else:
             self._factor_input = self.A
         self.precond = kind(self.system.asm, self.fixed)
-        # The PCG's products are memory-bound: float32 products halve their time (1.9 mm
-        # difference over 24 frames of the 33x33 hanging cloth, where the CG tolerance alone
-        # moves it 10 mm). A reused factor's point is an exact solve: float64 there.
+        # The PCG's products are memory-bound: float32 products halve their time, and move the
+        # result less than the CG tolerance does. A reused factor's point is an exact solve:
+        # float64 there (docs/design-notes.md, "float32 PCG products").
         self._product_dtype = np.float64 if kind is LaggedFactor else np.float32
         # M on A's diagonal; fixed massless vertices (filtered out of the solve) get 1 so that
         # their block stays invertible
@@ -228,9 +223,9 @@ class ImplicitSolver(ClothSolver):
         because the clamped Jacobian is positive definite. Backtracking on Φ (sufficient
         decrease, with φ(α) − φ(0) from the trapezoid rule on φ′) accepts the Newton step
         whenever the energy drops, and otherwise moves to the root of the secant of φ′.
-        Measured on the 33×33 hanging cloth: backtracking on |R| instead cut the first
-        frames' steps to α = 1/32 (R grows while the energy falls as slack cloth goes taut),
-        so Newton stalled at its iteration cap.
+        Backtracking on |R| instead cut the first frames' steps to tiny fractions (R grows
+        while the energy falls as slack cloth goes taut), so Newton stalled at its iteration
+        cap (docs/design-notes.md, "Line search").
         """
         d = self.dv
         g0 = -dot3(res, d)

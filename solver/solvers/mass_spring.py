@@ -3,8 +3,9 @@
 Springs: structural (polygon edges), shear (polygon diagonals) and, for bending, either angular
 springs across every edge (the dihedral hinge energy; default) or Provot's skip-one flexion
 springs (they resist bending only at second order in the angle, so they cannot honour a bending
-stiffness; kept for comparison with the seeds). Integrators: symplectic Euler (Vo's "explicit
-Euler", digest errata 2), velocity Verlet and classical RK4.
+stiffness; kept for comparison with [Provot1995] and [Vo2006]). Integrators: symplectic Euler
+(Vo's "explicit Euler", [Vo06-E2]), velocity Verlet and classical RK4 ([Hairer2006]; keys in
+docs/references.md).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def gershgorin_rates(K: np.ndarray, D: np.ndarray, row_ptr: np.ndarray, inv_mass
 
 def largest_rates(K: np.ndarray, D: np.ndarray, asm, inv_mass: np.ndarray
                   ) -> tuple[float, float]:
-    """Largest eigenvalues ω² of −M⁻¹K and γ of −M⁻¹D over moving vertices, by Lanczos.
+    """Largest eigenvalues ω² of −M⁻¹K and γ of −M⁻¹D over moving vertices, by Lanczos
+    ([Lanczos1950]).
 
     Gershgorin row sums (``gershgorin_rates``) overestimate them about tenfold on bending
     hinges, which would cost tenfold substeps. Lanczos converges from below, so the result is
@@ -80,8 +82,9 @@ def largest_rates(K: np.ndarray, D: np.ndarray, asm, inv_mass: np.ndarray
 def stable_step(omega2: float, gamma: float, integrator: str) -> float:
     """Largest stable step [s] of a damped oscillator x'' = −ω²x − γx' for the integrator.
 
-    Symplectic Euler and velocity Verlet need h²ω² + 2hγ < 4 (Jury criterion); RK4's stability
-    region reaches 2.78 on the real axis and 2.83 on the imaginary axis.
+    Symplectic Euler and velocity Verlet need h²ω² + 2hγ < 4 (Jury criterion, [Jury1964] in
+    docs/references.md); RK4's stability region reaches 2.78 on the real axis and 2.83 on the
+    imaginary axis.
     """
     if omega2 <= 0 and gamma <= 0:
         return math.inf
@@ -161,7 +164,7 @@ class MassSpringSolver(ClothSolver):
 
     def _rk4(self, h, wind, soft):
         # every stage evaluates velocity-dependent forces (drag, damping) at its own velocity,
-        # the consistency the seeds' RK4 wind test lacked (digest P25)
+        # the consistency Vo's RK4 wind test lacked ([Vo2006] §7.2.1)
         x0, v0 = self.x.copy(), self.v.copy()
         a1 = self._accel_at(x0, v0, wind, soft)
         x2, v2 = x0 + 0.5 * h * v0, v0 + 0.5 * h * a1
