@@ -1,5 +1,5 @@
-"""Closest points between a point and a triangle, and between two segments (Ericson, *Real-Time
-Collision Detection*, 5.1.5 and 5.1.9), for the proximity and continuous tests.
+"""Closest points between a point and a triangle, and between two segments ([Ericson2005] §5.1.5
+and §5.1.9 in docs/references.md), for the proximity and continuous tests.
 
 Both handle degenerate input (zero-area triangles, zero-length or parallel segments) and return
 weights rather than points, so a caller can spread an impulse over the primitive's vertices.

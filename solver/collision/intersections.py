@@ -173,7 +173,8 @@ RAY = np.array([0.8017837257372732, 0.5345224838248488, 0.2672612419124244])
 
 @njit
 def _ray_hits(o, d, a, b, c):
-    """Ray o + s·d (s > 0) crosses triangle abc (Möller–Trumbore)."""
+    """Ray o + s·d (s > 0) crosses triangle abc (Möller–Trumbore, [Moller1997] in
+    docs/references.md)."""
     e1, e2 = sub(b, a), sub(c, a)
     p = cross(d, e2)
     det = dot(e1, p)

@@ -94,7 +94,8 @@ def _mat3(a, b):
 
 @njit(parallel=True)
 def vertex_rotations(row_ptr, col, x_ref, x, out):
-    """Best-fit rotation of each vertex's neighbourhood from x_ref to x (Kabsch), (V, 3, 3).
+    """Best-fit rotation of each vertex's neighbourhood from x_ref to x (Kabsch, [Kabsch1976] in
+    docs/references.md), (V, 3, 3).
 
     R_i = polar(Σ_j (x_j − x_i)(X_j − X_i)ᵀ) over the vertices j coupled to i in the matrix
     pattern; the identity where the neighbourhood is degenerate.
