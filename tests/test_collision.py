@@ -173,9 +173,9 @@ def test_demo_drape_over_a_uv_sphere_above_a_floor_quad_keeps_the_strain_limit()
     # The demo's denim sheet (scripts/demo_blender.py): 31 x 31, 1.3 m, dropped in the demo's
     # gusty wind over a 32 x 16 UV-sphere mesh collider (r = 0.45 m, 1 cm thick) standing on
     # an 8 m floor of two triangles, with self-collision, through the first 14 frames
-    # (landing, and the sides sliding down over the facets). The cloth slid over the facets
-    # was pushed back and stretched: 8-26% max strain by frame 14 before the fix, over 3
-    # wind seeds; 5.8-6.0% after.
+    # (landing, and the sides sliding down over the facets). Cloth sliding over the facets
+    # must not be pushed back along the surface and stretched (that reached 8-26% max strain
+    # by frame 14 over 3 wind seeds; docs/design-notes.md, "Narrow phase").
     from solver.formats.presets import load_preset
     from solver.spec import Wind
 
