@@ -7,7 +7,14 @@ Run under Xvfb with the add-on installed as a legacy add-on (Debian's Blender 3.
 ``4_collision_object.png`` (the floor: a Collision modifier acting as a collider). The pictures
 in docs/ui/ come from it.
 """
-import bpy, sys, traceback
+import os
+import sys
+
+import bpy
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timer_steps import run_steps  # noqa: E402
+
 OUT = sys.argv[sys.argv.index("--") + 1]
 
 def build():
@@ -65,14 +72,4 @@ def steps():
     yield 1.0
     shot("4_collision_object", win, area)
 
-gen = steps()
-def tick():
-    try:
-        return next(gen)
-    except StopIteration:
-        bpy.ops.wm.quit_blender()
-    except Exception:
-        traceback.print_exc()
-        bpy.ops.wm.quit_blender()
-    return None
-bpy.app.timers.register(tick, first_interval=1.0)
+run_steps(steps(), first_interval=1.0)

@@ -14,10 +14,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import bpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from timer_steps import run_steps  # noqa: E402
 
 OUT = Path(sys.argv[sys.argv.index("--") + 1])
 RESULT: dict = {"steps": []}
@@ -146,21 +148,10 @@ def steps():
     yield 10.0
 
 
-def main():
-    gen = steps()
-
-    def tick():
-        try:
-            return next(gen)
-        except StopIteration:
-            bpy.ops.wm.quit_blender()
-        except Exception:  # noqa: BLE001 - reported to the test, then Blender quits
-            RESULT["error"] = traceback.format_exc()
-            OUT.write_text(json.dumps(RESULT, indent=1))
-            bpy.ops.wm.quit_blender()
-        return None
-
-    bpy.app.timers.register(tick, first_interval=0.5)
+def _report_error(error):
+    if error:  # the steps record their own results; a failure is reported to the test
+        RESULT["error"] = error
+        OUT.write_text(json.dumps(RESULT, indent=1))
 
 
-main()
+run_steps(steps(), _report_error)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from pathlib import Path
 
 import bpy
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+from timer_steps import run_steps  # noqa: E402
 
 OUT = Path(sys.argv[sys.argv.index("--") + 1])
 RESULT: dict = {}
@@ -68,21 +70,10 @@ def steps():
         yield 0.01
 
 
-def main():
-    gen = steps()
-
-    def tick():
-        try:
-            return next(gen)
-        except StopIteration:
-            pass
-        except Exception:  # noqa: BLE001 - reported to the test, then Blender quits
-            RESULT["error"] = traceback.format_exc()
-        OUT.write_text(json.dumps(RESULT, indent=1))
-        bpy.ops.wm.quit_blender()
-        return None
-
-    bpy.app.timers.register(tick, first_interval=0.5)
+def _write(error):
+    if error:
+        RESULT["error"] = error
+    OUT.write_text(json.dumps(RESULT, indent=1))
 
 
-main()
+run_steps(steps(), _write)
