@@ -2,7 +2,8 @@
 
 Every material quantity is in SI units and means the same at every mesh resolution; each model
 maps these numbers to its own discrete parameters (see ``model.py``). The add-on, the scene-file
-loader and the presets all validate against the ``FieldSpec`` tables below.
+loader and the presets all validate against the ``FieldSpec`` tables below; a ``Display`` beside
+a field says in which unit and at which magnitude a user interface shows it (e.g. µN·m).
 """
 
 from __future__ import annotations
@@ -45,14 +46,53 @@ class FieldSpec:
     optional: bool = False
 
 
-def _spec(default, unit, doc, minimum, maximum, **kw):
-    """A dataclass field whose metadata carries its FieldSpec."""
-    return field(default=default, metadata={"spec": FieldSpec(unit, doc, minimum, maximum, **kw)})
+@dataclass(frozen=True)
+class Display:
+    """How a user interface shows one parameter: in ``unit`` at a readable magnitude.
+
+    The value stays SI everywhere else (solver, presets, scene files, the add-on's stored
+    properties); only what is drawn is ``SI value × scale``.
+
+    Attributes:
+        unit: unit shown to users, e.g. ``"µN·m"`` (``""`` for a pure number).
+        scale: shown value = SI value × scale (``1e6`` for N·m -> µN·m).
+        label: short name that fits a narrow panel beside its group heading, e.g. ``"Bending"``
+            under "Stiffness".
+        precision: decimals shown.
+        soft_max: upper end of the usual range in the shown unit (dragging stops there; typing
+            may go up to the hard bound); None = the hard bound.
+    """
+
+    unit: str
+    scale: float = 1.0
+    label: str = ""
+    precision: int = 3
+    soft_max: float | None = None
+
+
+def _spec(default, unit, doc, minimum, maximum, display: Display | None = None, **kw):
+    """A dataclass field whose metadata carries its FieldSpec (and how a UI shows it)."""
+    meta = {"spec": FieldSpec(unit, doc, minimum, maximum, **kw)}
+    if display is not None:
+        meta["display"] = display
+    return field(default=default, metadata=meta)
 
 
 def field_specs(cls) -> dict[str, FieldSpec]:
     """Map field name -> FieldSpec for a parameter dataclass."""
     return {f.name: f.metadata["spec"] for f in dataclasses.fields(cls)}
+
+
+def field_displays(cls) -> dict[str, Display]:
+    """Map numeric field name -> Display; a field without one is shown in its SI unit."""
+    out = {}
+    for f in dataclasses.fields(cls):
+        if "spec" not in f.metadata:
+            continue
+        out[f.name] = f.metadata.get("display") or Display(
+            "" if f.metadata["spec"].unit == "1" else f.metadata["spec"].unit,
+            label=f.name.replace("_", " ").title())
+    return out
 
 
 def field_defaults(cls) -> dict[str, Any]:
@@ -97,38 +137,47 @@ class MaterialParams:
     """
 
     area_density: float = _spec(
-        0.15, "kg/m²", "mass per unit area", 0.0, 1.0e3, exclusive_min=True)
+        0.15, "kg/m²", "mass per unit area", 0.0, 1.0e3, exclusive_min=True,
+        display=Display("g/m²", 1e3, "Density", 1, soft_max=2000.0))
     stretch_stiffness: float = _spec(
         5000.0, "N/m", "tensile stiffness along the warp (u) direction", 0.0, 1.0e8,
-        exclusive_min=True)
+        exclusive_min=True, display=Display("N/m", 1.0, "Warp", 0, soft_max=1.0e5))
     stretch_stiffness_weft: float | None = _spec(
         None, "N/m", "tensile stiffness along the weft (v) direction; None = same as warp",
-        0.0, 1.0e8, exclusive_min=True, optional=True)
+        0.0, 1.0e8, exclusive_min=True, optional=True,
+        display=Display("N/m", 1.0, "Weft", 0, soft_max=1.0e5))
     shear_stiffness: float = _spec(
-        50.0, "N/m", "in-plane shear stiffness (shear stress per radian)", 0.0, 1.0e8)
+        50.0, "N/m", "in-plane shear stiffness (shear stress per radian)", 0.0, 1.0e8,
+        display=Display("N/m", 1.0, "Shear", 1, soft_max=1.0e4))
     bend_stiffness: float = _spec(
-        5.0e-6, "N·m", "bending rigidity: moment per unit width per unit curvature", 0.0, 10.0)
+        5.0e-6, "N·m", "bending rigidity: moment per unit width per unit curvature", 0.0, 10.0,
+        display=Display("µN·m", 1e6, "Bending", 2, soft_max=1000.0))
     stretch_damping: float = _spec(
-        0.5, "N·s/m", "viscous tension per unit strain rate", 0.0, 1.0e6)
+        0.5, "N·s/m", "viscous tension per unit strain rate", 0.0, 1.0e6,
+        display=Display("mN·s/m", 1e3, "Stretch", 1, soft_max=1.0e4))
     shear_damping: float = _spec(
-        0.005, "N·s/m", "viscous shear stress per unit shear rate", 0.0, 1.0e6)
+        0.005, "N·s/m", "viscous shear stress per unit shear rate", 0.0, 1.0e6,
+        display=Display("mN·s/m", 1e3, "Shear", 2, soft_max=1000.0))
     bend_damping: float = _spec(
-        1.0e-7, "N·m·s", "viscous moment per unit width per unit curvature rate", 0.0, 10.0)
+        1.0e-7, "N·m·s", "viscous moment per unit width per unit curvature rate", 0.0, 10.0,
+        display=Display("nN·m·s", 1e9, "Bending", 1, soft_max=1.0e4))
     air_drag: float = _spec(
         0.1, "kg/(m²·s)", "force per area per relative air speed: f = -air_drag·area·(v - wind)",
-        0.0, 1.0e4)
+        0.0, 1.0e4, display=Display("kg/(m²·s)", 1.0, "Air Drag", 2, soft_max=10.0))
     max_strain: float | None = _spec(
         None, "1", "largest allowed edge strain (e.g. 0.05 = 5%); None = no limit",
-        0.0, 10.0, exclusive_min=True, optional=True)
+        0.0, 10.0, exclusive_min=True, optional=True,
+        display=Display("%", 100.0, "Strain Limit", 1, soft_max=100.0))
     thickness: float = _spec(
         0.002, "m", "cloth thickness: layers are kept this far apart, and the cloth's "
-        "mid-surface half of it (plus the collider's thickness) from colliders", 0.0, 1.0)
+        "mid-surface half of it (plus the collider's thickness) from colliders", 0.0, 1.0,
+        display=Display("mm", 1e3, "Thickness", 2, soft_max=20.0))
     friction: float = _spec(
         0.3, "1", "Coulomb friction coefficient between touching cloth layers (self-collision)",
-        0.0, 100.0)
+        0.0, 100.0, display=Display("", 1.0, "Friction", 2, soft_max=2.0))
     pin_stiffness: float = _spec(
         1.0e4, "N/m³", "goal-spring stiffness per unit vertex area for pin weights below 1",
-        0.0, 1.0e12)
+        0.0, 1.0e12, display=Display("kN/m³", 1e-3, "Pin Stiffness", 1, soft_max=1.0e4))
 
     @property
     def weft_stiffness(self) -> float:
