@@ -28,6 +28,22 @@ def triangle_frames(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.n
     return 0.5 * two_a, u, v
 
 
+def membrane_triangles(mesh, tris):
+    """The membrane's triangles and weights: every quad split along both diagonals with weight
+    1/2 each (the fan split's two triangles, then the other diagonal's), other polygons' fan
+    triangles ``tris`` with weight 1. A single split makes a quad stiffer along one diagonal
+    than the other, and a cloth hung symmetrically drifts to one side.
+
+    Returns:
+        (triangles (M, 3) int64, weights (M,)).
+    """
+    sides = np.diff(mesh.face_offsets)
+    from_quad = np.repeat(sides == 4, sides - 2)
+    alt = alternate_quad_triangles(mesh)
+    weights = np.concatenate([np.where(from_quad, 0.5, 1.0), np.full(len(alt), 0.5)])
+    return np.concatenate([tris, alt]).astype(np.int64), weights
+
+
 def averaged_hinges(mesh, tris, area, pos):
     """Hinges of the fan split and of the other diagonal split of every quad, averaged.
 

@@ -16,7 +16,7 @@ import numpy as np
 from .forces.bending import hinge_coefficients
 from .forces.membrane import triangle_coefficients
 from .forces.springs import diagonal_spring_coefficients, edge_spring_coefficients
-from .geometry import angles_and_grams, averaged_hinges, triangle_frames
+from .geometry import angles_and_grams, averaged_hinges, membrane_triangles, triangle_frames
 from .mesh import MeshError
 from .params import MaterialParams
 from .spec import ClothSetup
@@ -30,8 +30,13 @@ class ClothModel:
 
     Geometry:
         rest_positions: rest shape [m], (V, 3).
-        triangles: (T, 3) vertex indices; tri_area: rest areas [m²], (T,).
-        tri_frame_u, tri_frame_v: warp and weft unit directions of each rest triangle, (T, 3).
+        triangles: (T, 3) vertex indices of the surface (each polygon fan-split; collisions and
+            the report use it); tri_area: their rest areas [m²], (T,).
+        membrane_triangles: (M, 3) the membrane's elements: every quad split along both
+            diagonals (the energy averaged over the two splits, so no diagonal direction is
+            preferred), other polygons fan-split; membrane_area: each one's rest area times its
+            weight (1/2 in a quad) [m²], (M,); membrane_frame_u, membrane_frame_v: warp and weft
+            unit directions in each, (M, 3).
         edges: polygon edges (E, 2) and edge_rest_length [m], (E,): strain is measured on these.
         diagonals: shear diagonals of quads and n-gons, (D, 2), with diagonal_rest_length [m].
         hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry) and
@@ -44,7 +49,8 @@ class ClothModel:
     Coefficients (each piece's material mapped onto its elements, see solver/forces/):
         mass: lumped vertex masses [kg], (V,): each polygon's mass shared equally by its corners.
         vertex_drag: air drag coefficient of each vertex, air_drag × vertex area [kg/s], (V,).
-        tri_stiffness: (T, 6) each triangle's k_u, k_v, k_s [N/m] and c_u, c_v, c_s [N·s/m].
+        membrane_stiffness: (M, 6) each membrane triangle's k_u, k_v, k_s [N/m] and c_u, c_v,
+            c_s [N·s/m].
         hinge_stiffness [N·m], hinge_damping [N·m·s]: (H,).
         edge_stiffness [N/m], edge_damping [N·s/m]: (E,) structural springs on the edges.
         diagonal_stiffness [N/m], diagonal_damping [N·s/m]: (D,) shear springs.
@@ -55,8 +61,10 @@ class ClothModel:
     rest_positions: np.ndarray
     triangles: np.ndarray
     tri_area: np.ndarray
-    tri_frame_u: np.ndarray
-    tri_frame_v: np.ndarray
+    membrane_triangles: np.ndarray
+    membrane_area: np.ndarray
+    membrane_frame_u: np.ndarray
+    membrane_frame_v: np.ndarray
     edges: np.ndarray
     edge_rest_length: np.ndarray
     diagonals: np.ndarray
@@ -71,7 +79,7 @@ class ClothModel:
     soft_pin_stiffness: np.ndarray
     mass: np.ndarray
     vertex_drag: np.ndarray
-    tri_stiffness: np.ndarray
+    membrane_stiffness: np.ndarray
     hinge_stiffness: np.ndarray
     hinge_damping: np.ndarray
     edge_stiffness: np.ndarray
@@ -135,6 +143,8 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     mat = setup.material
     tris, tri_face = triangulate(mesh)
     area, fu, fv = triangle_frames(pos, tris)
+    mem_tris, mem_weight = membrane_triangles(mesh, tris)
+    mem_area, mem_u, mem_v = triangle_frames(pos, mem_tris)
     face_area = np.bincount(tri_face, weights=area, minlength=mesh.face_count)
     face_first_tri = np.searchsorted(tri_face, np.arange(mesh.face_count))
     sides = np.diff(mesh.face_offsets).astype(np.float64)
@@ -169,20 +179,21 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     edge_k, edge_c = edge_spring_coefficients(mat, edge_area, rest_len, warp_cos2)
     diag_k, diag_c = diagonal_spring_coefficients(mat, diag_area, diag_len)
     return ClothModel(
-        rest_positions=pos.copy(), triangles=tris, tri_area=area, tri_frame_u=fu,
-        tri_frame_v=fv, edges=edges, edge_rest_length=rest_len, diagonals=diagonals,
+        rest_positions=pos.copy(), triangles=tris, tri_area=area, membrane_triangles=mem_tris,
+        membrane_area=mem_weight * mem_area, membrane_frame_u=mem_u, membrane_frame_v=mem_v,
+        edges=edges, edge_rest_length=rest_len, diagonals=diagonals,
         diagonal_rest_length=diag_len, hinges=hg,
         hinge_rest_angle=angles_and_grams(pos, hg, grams=False)[0],
         piece_offsets=np.array([0, V], dtype=np.int64), pin_indices=pins, pin_weights=w,
         hard_pins=hard, soft_pins=soft,
         soft_pin_stiffness=w[w < 1.0] * mat.pin_stiffness * vertex_area[soft],
         mass=mat.area_density * vertex_area, vertex_drag=mat.air_drag * vertex_area,
-        tri_stiffness=triangle_coefficients(mat, len(tris)), hinge_stiffness=hinge_k,
+        membrane_stiffness=triangle_coefficients(mat, len(mem_tris)), hinge_stiffness=hinge_k,
         hinge_damping=hinge_c, edge_stiffness=edge_k, edge_damping=edge_c,
         diagonal_stiffness=diag_k, diagonal_damping=diag_c, materials=(mat,))
 
 
-_VERTEX_INDEXED = ("triangles", "edges", "diagonals", "hinges", "pin_indices", "hard_pins",
+_VERTEX_INDEXED = ("triangles", "membrane_triangles", "edges", "diagonals", "hinges", "pin_indices", "hard_pins",
                    "soft_pins")
 
 

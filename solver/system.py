@@ -55,7 +55,7 @@ class ForceSystem:
         self.psd = psd
         sets = []
         if membrane is not None:
-            sets.append(model.triangles)
+            sets.append(model.membrane_triangles)
         if hinges is not None:
             sets.append(model.hinges)
         if springs is not None:
@@ -72,7 +72,8 @@ class ForceSystem:
         # residual stay float64, and half the bytes make the scattered block additions faster
         # (docs/design-notes.md, "Force kernels")
         self.J = np.zeros((nnzb, 3, 3), dtype=np.float32)
-        self.energy_membrane = np.zeros(len(model.triangles) if membrane is not None else 0)
+        self.energy_membrane = np.zeros(len(model.membrane_triangles) if membrane is not None
+                                        else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self._empty_blocks = np.zeros((0, 3, 3))
@@ -104,9 +105,10 @@ class ForceSystem:
         m, slot, f = self.model, self.asm.block_slot, self.force
         if self.membrane is not None:
             g, t = self._g_membrane, self.membrane
-            membrane_kernel(x, v, m.triangles, t.coef_u, t.coef_v, t.area, m.tri_stiffness,
-                            want, cK, cD, self.psd, g.block_offset, g.run_start, g.run_order,
-                            g.color_ptr, slot, self.energy_membrane, f, J)
+            membrane_kernel(x, v, m.membrane_triangles, t.coef_u, t.coef_v, t.area,
+                            m.membrane_stiffness, want, cK, cD, self.psd, g.block_offset,
+                            g.run_start, g.run_order, g.color_ptr, slot, self.energy_membrane,
+                            f, J)
         if self.springs is not None:
             g, t = self._g_springs, self.springs
             spring_kernel(x, v, t.springs, t.rest_length, t.stiffness, t.damping, want, cK, cD,

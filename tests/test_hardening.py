@@ -129,7 +129,7 @@ def test_zero_area_faces_simulate(model):
     mesh = PolyMesh.from_faces(pos, faces)
     m = build_model(ClothSetup(mesh, SOFT))
     assert np.all(np.isfinite(m.mass)) and np.all(np.isfinite(m.edge_rest_length))
-    assert np.all(np.isfinite(m.tri_frame_u)) and np.all(np.isfinite(m.tri_frame_v))
+    assert np.all(np.isfinite(m.membrane_frame_u)) and np.all(np.isfinite(m.membrane_frame_v))
     r = simulate_cloth(mesh, pins=[12, 15], model=model)
     assert_sensible(r, [12, 15], falling=[0, 3])
 
