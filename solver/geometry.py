@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .topology import alternate_quad_triangles, hinges
+from .topology import alternate_quad_corners, alternate_quad_triangles, fan_corners, hinges
 
 
-def triangle_frames(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def triangle_frames(pos: np.ndarray, tris: np.ndarray, warp: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rest areas and warp/weft directions of each triangle.
 
-    Warp (u) is world X projected into the triangle's plane (world Y where X is nearly normal to
-    it); weft (v) = n × u. For a flat grid in the XY plane u = X and v = Y exactly.
+    Warp (u) is the direction ``warp`` ((T, 3) per triangle, or None: world X) projected into
+    the triangle's plane; where that is (nearly) normal to the triangle, world X, or world Y
+    where X is too. Weft (v) = n × u. For a flat grid in the XY plane and no ``warp``, u = X
+    and v = Y exactly.
     """
     e1 = pos[tris[:, 1]] - pos[tris[:, 0]]
     e2 = pos[tris[:, 2]] - pos[tris[:, 0]]
@@ -22,26 +25,54 @@ def triangle_frames(pos: np.ndarray, tris: np.ndarray) -> tuple[np.ndarray, np.n
     safe = np.where(two_a > 0, two_a, 1.0)
     n = n / safe[:, None]
     ref = np.where((np.abs(n[:, 0]) > 0.99)[:, None], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0])
+    if warp is not None:
+        w = np.asarray(warp, dtype=np.float64)
+        length = np.linalg.norm(w, axis=1)
+        in_plane = length * 0.99 > np.abs(np.sum(w * n, axis=1))  # not (nearly) normal
+        ref = np.where(in_plane[:, None], w / np.where(length > 0, length, 1.0)[:, None], ref)
     u = ref - np.sum(ref * n, axis=1)[:, None] * n
     u /= np.linalg.norm(u, axis=1)[:, None]
     v = np.cross(n, u)
     return 0.5 * two_a, u, v
 
 
-def membrane_triangles(mesh, tris):
-    """The membrane's triangles and weights: every quad split along both diagonals with weight
-    1/2 each (the fan split's two triangles, then the other diagonal's), other polygons' fan
-    triangles ``tris`` with weight 1. A single split makes a quad stiffer along one diagonal
-    than the other, and a cloth hung symmetrically drifts to one side.
+def membrane_corners(mesh):
+    """The membrane's triangles, as polygon corners (indices into ``face_indices``), and their
+    weights: every quad split along both diagonals with weight 1/2 each (first the fan split's
+    triangles of every polygon, as ``topology.triangulate`` orders them, then the other
+    diagonal's), other polygons fan-split with weight 1. A single split makes a quad stiffer
+    along one diagonal than the other, and a cloth hung symmetrically drifts to one side.
 
     Returns:
-        (triangles (M, 3) int64, weights (M,)).
+        (corners (M, 3) int64, weights (M,)).
     """
     sides = np.diff(mesh.face_offsets)
     from_quad = np.repeat(sides == 4, sides - 2)
-    alt = alternate_quad_triangles(mesh)
+    alt = alternate_quad_corners(mesh)
     weights = np.concatenate([np.where(from_quad, 0.5, 1.0), np.full(len(alt), 0.5)])
-    return np.concatenate([tris, alt]).astype(np.int64), weights
+    return np.concatenate([fan_corners(mesh)[0], alt]), weights
+
+
+def warp_directions(pos, tris, corners, uv, grain):
+    """Warp hint of each triangle (T, 3) for ``triangle_frames``: ∂x/∂U from the corners' UVs
+    (``uv`` (C, 2) per polygon corner, or None), else ``grain`` (3,); None if neither is given
+    (world X)."""
+    if uv is None and grain is None:
+        return None
+    hint = np.broadcast_to(np.asarray([1.0, 0.0, 0.0] if grain is None else grain,
+                                      dtype=np.float64), tris.shape).copy()
+    if uv is None:
+        return hint
+    t = np.asarray(uv, dtype=np.float64)[corners]  # (T, 3, 2)
+    du, dv = t[:, 1] - t[:, 0], t[:, 2] - t[:, 0]
+    det = du[:, 0] * dv[:, 1] - dv[:, 0] * du[:, 1]
+    e1 = pos[tris[:, 1]] - pos[tris[:, 0]]
+    e2 = pos[tris[:, 2]] - pos[tris[:, 0]]
+    # [e1 e2] = [∂x/∂U ∂x/∂V]·[du dv]  =>  ∂x/∂U = (e1·dv_V − e2·du_V)/det
+    ok = np.abs(det) > 1e-12 * (np.linalg.norm(du, axis=1) * np.linalg.norm(dv, axis=1)) + 1e-300
+    d_u = (e1 * dv[:, 1:2] - e2 * du[:, 1:2]) / np.where(ok, det, 1.0)[:, None]
+    hint[ok] = d_u[ok]
+    return hint
 
 
 def averaged_hinges(mesh, tris, area, pos):

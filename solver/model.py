@@ -16,7 +16,8 @@ import numpy as np
 from .forces.bending import hinge_coefficients
 from .forces.membrane import triangle_coefficients
 from .forces.springs import diagonal_spring_coefficients, edge_spring_coefficients
-from .geometry import angles_and_grams, averaged_hinges, membrane_triangles, triangle_frames
+from .geometry import (angles_and_grams, averaged_hinges, membrane_corners, triangle_frames,
+                       warp_directions)
 from .mesh import MeshError
 from .params import MaterialParams
 from .spec import ClothSetup
@@ -142,9 +143,13 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     V = mesh.vertex_count
     mat = setup.material
     tris, tri_face = triangulate(mesh)
-    area, fu, fv = triangle_frames(pos, tris)
-    mem_tris, mem_weight = membrane_triangles(mesh, tris)
-    mem_area, mem_u, mem_v = triangle_frames(pos, mem_tris)
+    _check_grain(setup, len(mesh.face_indices))
+    corners, mem_weight = membrane_corners(mesh)
+    mem_tris = mesh.face_indices[corners].astype(np.int64)
+    warp = warp_directions(pos, mem_tris, corners, setup.uv, setup.grain)
+    mem_area, mem_u, mem_v = triangle_frames(pos, mem_tris, warp)
+    # the fan split's triangles come first among the membrane's (geometry.membrane_corners)
+    area, fu, fv = mem_area[:len(tris)], mem_u[:len(tris)], mem_v[:len(tris)]
     face_area = np.bincount(tri_face, weights=area, minlength=mesh.face_count)
     face_first_tri = np.searchsorted(tri_face, np.arange(mesh.face_count))
     sides = np.diff(mesh.face_offsets).astype(np.float64)
@@ -191,6 +196,21 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
         membrane_stiffness=triangle_coefficients(mat, len(mem_tris)), hinge_stiffness=hinge_k,
         hinge_damping=hinge_c, edge_stiffness=edge_k, edge_damping=edge_c,
         diagonal_stiffness=diag_k, diagonal_damping=diag_c, materials=(mat,))
+
+
+def _check_grain(setup: ClothSetup, corner_count: int) -> None:
+    """Raise MeshError naming a malformed UV map or grain direction."""
+    if setup.uv is not None:
+        uv = np.asarray(setup.uv)
+        if uv.shape != (corner_count, 2):
+            raise MeshError(f"uv: expected shape ({corner_count}, 2), one (u, v) per polygon "
+                            f"corner, got {uv.shape}")
+        if not np.all(np.isfinite(uv)):
+            raise MeshError("uv: contains NaN or infinite values")
+    if setup.grain is not None:
+        g = np.asarray(setup.grain, dtype=np.float64)
+        if g.shape != (3,) or not np.all(np.isfinite(g)) or not np.any(g):
+            raise MeshError(f"grain: expected a non-zero direction (x, y, z), got {setup.grain!r}")
 
 
 _VERTEX_INDEXED = ("triangles", "membrane_triangles", "edges", "diagonals", "hinges", "pin_indices", "hard_pins",

@@ -41,6 +41,11 @@ class ClothSetup:
             of stiffness weight * material.pin_stiffness * vertex area.
         pin_targets: optional per-frame pin positions [m], shape (frames + 1, P, 3); None = pins
             stay at their initial positions.
+        uv: optional texture coordinates of every polygon corner (in ``mesh.face_indices``
+            order), shape (C, 2): the warp (stiffness along U, ``stretch_stiffness``) runs along
+            U in each triangle, the weft along V, as a pattern's grain follows its UV layout.
+        grain: warp direction [unit-free], shape (3,), projected into each triangle where there
+            is no UV map (or its triangle is degenerate in UV); None = world X.
     """
 
     mesh: PolyMesh
@@ -48,6 +53,8 @@ class ClothSetup:
     pin_indices: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pin_weights: np.ndarray | None = None
     pin_targets: np.ndarray | None = None
+    uv: np.ndarray | None = None
+    grain: np.ndarray | None = None
 
     def weights(self) -> np.ndarray:
         """Pin weights, shape (P,), defaulting to 1."""

@@ -20,14 +20,20 @@ def triangulate(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
         (triangles (T, 3) int64, tri_face (T,) index of the polygon each came from); polygon f
         with n corners gives n - 2 consecutive triangles (c0, c_{k+1}, c_{k+2}).
     """
+    corners, tri_face = fan_corners(mesh)
+    return mesh.face_indices[corners].astype(np.int64), tri_face
+
+
+def fan_corners(mesh: PolyMesh) -> tuple[np.ndarray, np.ndarray]:
+    """``triangulate``'s triangles as polygon corners (indices into ``face_indices``, where
+    per-corner data such as UVs live), (T, 3) int64, and each one's polygon (T,)."""
     sizes = np.diff(mesh.face_offsets)
     n_tri = sizes - 2
     tri_face = np.repeat(np.arange(len(sizes)), n_tri)
     k = np.arange(len(tri_face)) - np.repeat(np.cumsum(n_tri) - n_tri, n_tri)
     start = mesh.face_offsets[tri_face]
-    idx = mesh.face_indices
-    tris = np.stack([idx[start], idx[start + k + 1], idx[start + k + 2]], axis=1)
-    return tris.astype(np.int64), tri_face.astype(np.int64)
+    corners = np.stack([start, start + k + 1, start + k + 2], axis=1)
+    return corners.astype(np.int64), tri_face.astype(np.int64)
 
 
 def canonical_triangles(mesh: PolyMesh) -> np.ndarray:
@@ -64,11 +70,15 @@ def alternate_quad_triangles(mesh: PolyMesh) -> np.ndarray:
     diagonal gives ([Vo2006] §7.1.1–7.1.2 in docs/references.md); for bending it removes a
     spurious coupling of bending to twist that made strips about 20% too soft.
     """
+    return mesh.face_indices[alternate_quad_corners(mesh)].astype(np.int64)
+
+
+def alternate_quad_corners(mesh: PolyMesh) -> np.ndarray:
+    """``alternate_quad_triangles`` as polygon corners (indices into ``face_indices``)."""
     o = mesh.face_offsets
-    idx = mesh.face_indices
     q = o[:-1][np.diff(o) == 4]
-    c0, c1, c2, c3 = idx[q], idx[q + 1], idx[q + 2], idx[q + 3]
-    return np.concatenate([np.stack([c1, c2, c3], 1), np.stack([c1, c3, c0], 1)]).astype(np.int64)
+    return np.concatenate([np.stack([q + 1, q + 2, q + 3], 1),
+                           np.stack([q + 1, q + 3, q], 1)]).astype(np.int64)
 
 
 def unique_edges(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

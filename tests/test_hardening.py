@@ -316,3 +316,13 @@ def test_nan_pin_target_stops_with_frame_and_hint_keeping_earlier_frames(model):
     np.testing.assert_array_equal(r.positions, kept[-1])   # untouched by the failed frame
     with pytest.raises(RuntimeError, match="finished"):
         sim.step()
+
+
+@pytest.mark.parametrize("grain, message", [
+    ({"uv": np.zeros((3, 2))}, r"uv: expected shape \(16, 2\)"),
+    ({"uv": np.full((16, 2), np.nan)}, "uv: contains NaN"),
+    ({"grain": np.zeros(3)}, "grain: expected a non-zero direction"),
+])
+def test_a_malformed_uv_map_or_grain_is_named(grain, message):
+    with pytest.raises(MeshError, match=message):
+        build_model(ClothSetup(grid_mesh((0.3, 0.3), (3, 3), (0, 0, 0)), SOFT, **grain))

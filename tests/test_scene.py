@@ -230,6 +230,8 @@ GRID = "[cloth]\ngrid = {}\n"
     ("solver = 3\n" + GRID, "solver: expected a table, got int 3"),
     # cloth
     ("[cloth]\n", "cloth.mesh: missing"),
+    ("[cloth]\ngrid = {}\ngrain = [0.0, 0.0, 0.0]\n", "cloth.grain: must be a non-zero direction"),
+    ("[cloth]\ngrid = {}\ngrain = [1.0, 0.0]\n", "cloth.grain: expected an array of 3 numbers"),
     ('[cloth]\ngrid = {}\nmesh = "x.obj"\n', "cloth.grid: cannot be combined with cloth.mesh"),
     ("[cloth]\nmesh = 3\n", "cloth.mesh: expected a string, got int 3"),
     ('[cloth]\nmesh = "cloth.stl"\n', "cloth.mesh: unsupported mesh file 'cloth.stl' (expected an .obj file)"),
@@ -612,3 +614,8 @@ def test_fuzz_scene_files(scene_dir, lines):
         assert "\n" not in str(err)
     else:
         assert math.isfinite(spec.fps)
+
+
+def test_the_grain_direction_reaches_the_cloth(tmp_path):
+    spec = load_scene(write_scene(tmp_path, "[cloth]\ngrid = {}\ngrain = [0.0, 2.0, 0.0]\n"))
+    np.testing.assert_array_equal(spec.cloth.grain, [0.0, 2.0, 0.0])

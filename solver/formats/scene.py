@@ -13,6 +13,7 @@ The format is a public contract (scripts and the benchmark depend on it)::
     pin_weights = [1.0, 0.5]         # optional, one per pin, each in (0, 1]
     pin_motion = "pins.npz"          # optional: "positions", shape (frames + 1, len(pin), 3) [m]
     thickness = 0.002                # optional shortcut for material.thickness [m]
+    grain = [1.0, 0.0, 0.0]          # optional warp direction (default world X)
     [solver]                         # SolverSettings fields
     model = "implicit"
     [wind]                           # Wind fields
@@ -154,6 +155,7 @@ _CLOTH: dict[str, Check] = {
     "pin_weights": _numbers(None, FieldSpec("", "pin weight", 0.0, 1.0, exclusive_min=True)),
     "pin_motion": _text,
     "thickness": _number(field_specs(MaterialParams)["thickness"]),
+    "grain": _numbers(3, FieldSpec("", "warp direction component", -1.0e6, 1.0e6)),
 }
 
 _GRID: dict[str, Check] = {
@@ -283,8 +285,13 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
     if "pin_motion" in values:
         targets = _npz_positions("cloth.pin_motion", values["pin_motion"], base_dir,
                                  (frames + 1, len(pins), 3), "pinned vertices")
+    grain = None
+    if "grain" in values:
+        grain = np.array(values["grain"], dtype=np.float64)
+        if not np.any(grain):
+            raise SceneError("cloth.grain", "must be a non-zero direction, got [0, 0, 0]")
     return ClothSetup(mesh=mesh, material=material, pin_indices=pins, pin_weights=weights,
-                      pin_targets=targets)
+                      pin_targets=targets, grain=grain)
 
 
 def _collider(key: str, table: Any, base_dir: Path, frames: int) -> Collider:
