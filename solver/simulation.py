@@ -185,7 +185,9 @@ class Simulation:
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
         self.solver.collision_stats = CollisionStats()
-        wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t)
+        # the air at the cloth's vertices, sampled once per frame at its middle (the gusts
+        # travel with the wind: forces/external.py, wind_field)
+        wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t + 0.5 * dt)
         # as many threads as the cores other programs leave free (results do not depend on it)
         threads.governor().before_frame()
         start = time.perf_counter()

@@ -12,14 +12,22 @@ from .params import MaterialParams, SolverSettings
 
 @dataclass(frozen=True)
 class Wind:
-    """Air motion felt through the drag term.
+    """Air motion felt through the drag term (pressure drag across the cloth, a little skin
+    friction along it: forces/external.py).
+
+    The gusts are a seeded noise field (forces/external.py, ``wind_field``): random Fourier
+    modes whose pattern travels with ``velocity`` (x − velocity·t), so gusts sweep across a
+    cloth and ripple it instead of pushing all of it at once, and which also change slowly in
+    place.
 
     Attributes:
-        velocity: constant wind velocity [m/s], shape (3,).
-        turbulence: amplitude of a smooth pseudo-random gust field [m/s]; 0 = steady wind.
-        turbulence_scale: spatial size of the gusts [m].
-        turbulence_frequency: how fast the gusts change [Hz].
-        seed: seed of the gust field, so bakes are reproducible.
+        velocity: mean wind velocity [m/s], shape (3,); the gust pattern travels with it.
+        turbulence: r.m.s. speed of the gusts [m/s]; 0 = steady wind.
+        turbulence_scale: size of a gust [m]: the modes' wavelengths are 2–4 × this, so one
+            gust (half a wavelength) is 1–2 × this across.
+        turbulence_frequency: how fast the gust pattern changes as it travels [Hz] (each mode
+            at 0.5–1.5 × this); 0 = a frozen pattern carried by the wind.
+        seed: seed of the gust field, so bakes are reproducible (same seed, same field).
     """
 
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))

@@ -2,13 +2,14 @@
 
 A model chooses which element terms it uses (membrane, hinges, springs); ``ForceSystem``
 evaluates them in parallel into the per-vertex forces and, when asked, into one block-sparse
-matrix J = a·∂f/∂x + b·∂f/∂v on a fixed pattern, then adds gravity, drag and soft pins. The
-implicit solve asks for a = −h², b = −h, so its matrix M − h²·K − h·D is J plus the masses,
-written once per Newton iteration; ``jacobians`` gives K and D apart (tests, the explicit
-model's step-size estimate). With ``constant_hinge_jacobian`` the hinges' blocks are the
-constant −k·Γ ⊗ I₃ of forces/bending.py, written as J's starting value, and the bending kernel
-computes forces only: it was a large share of an implicit frame while it added 16 blocks per
-hinge (docs/design-notes.md, "Constant bending Jacobian").
+matrix J = a·∂f/∂x + b·∂f/∂v on a fixed pattern, then adds gravity, air drag (through each
+vertex's normal, forces/external.py) and soft pins. The implicit solve asks for a = −h²,
+b = −h, so its matrix M − h²·K − h·D is J plus the masses, written once per Newton iteration;
+``jacobians`` gives K and D apart (tests, the explicit model's step-size estimate). With
+``constant_hinge_jacobian`` the hinges' blocks are the constant −k·Γ ⊗ I₃ of forces/bending.py,
+written as J's starting value, and the bending kernel computes forces only: it was a large
+share of an implicit frame while it added 16 blocks per hinge (docs/design-notes.md, "Constant
+bending Jacobian").
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from .forces.bending import HingeTerms, bending_kernel
-from .forces.external import external_kernel, goal_spring_kernel
+from .forces.external import (TANGENTIAL_DRAG_RATIO, add_drag_blocks, external_kernel,
+                              goal_spring_kernel, vertex_triangles)
 from .forces.membrane import MembraneTerms, membrane_kernel
 from .forces.springs import SpringTerms, spring_kernel
 from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
@@ -78,6 +80,11 @@ class ForceSystem:
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self._empty_blocks = np.zeros((0, 3, 3))
         self.J_factor = np.zeros_like(self.J) if factor_matrix else None
+        # air drag acts through each vertex's normal (forces/external.py): the triangles around
+        # every vertex (the membrane's: both diagonal splits of a quad, so no diagonal tilts the
+        # normals), and the normals of the last evaluation for the drag's Jacobian
+        self._vt_ptr, self._vt_tri = vertex_triangles(model.membrane_triangles, V)
+        self.normal = np.zeros((V, 3))
         self._hinge_k = self._hinge_c = None  # per-slot multiples of I₃ in ∂f/∂x, ∂f/∂v
         self._hinge_part = (None, None)  # ((a, b), a·_hinge_k + b·_hinge_c) last used
         if constant_hinge_jacobian and hinges is not None:
@@ -141,11 +148,15 @@ class ForceSystem:
         """
         self.internal(x, v, jac)
         m = self.model
-        external_kernel(x, v, m.mass, m.vertex_drag, gravity, wind, self.force)
+        external_kernel(x, v, m.mass, m.vertex_drag, gravity, wind, m.membrane_triangles,
+                        self._vt_ptr, self._vt_tri, TANGENTIAL_DRAG_RATIO, self.force,
+                        self.normal)
         goal_spring_kernel(x, m.soft_pins, m.soft_pin_stiffness, soft_targets, self.force)
         if jac is not None:
             diag = self.asm.diag
-            add_scaled_identity(self.J, diag, -jac[1] * m.vertex_drag)
+            # ∂f/∂v of the drag (its ∂/∂x through the normals is left out, see add_drag_blocks)
+            add_drag_blocks(self.J, diag, -jac[1] * m.vertex_drag, self.normal,
+                            TANGENTIAL_DRAG_RATIO)
             add_scaled_identity(self.J, diag[m.soft_pins], -jac[0] * m.soft_pin_stiffness)
 
     def jacobians(self, x, v, *external) -> tuple[np.ndarray, np.ndarray]:

@@ -305,8 +305,10 @@ def test_wind_pushes_cloth_downwind_and_turbulence_is_seeded(model):
     mat = dataclasses.replace(SOFT, air_drag=0.5)
     base = hanging_cloth(7, mat, settings(model), size=0.3, frames=24)
     calm = simulate(base).positions[-1]
-    windy = dataclasses.replace(base, wind=Wind(velocity=np.array([3.0, 0.0, 0.0])))
-    assert simulate(windy).positions[-1][:, 0].mean() > calm[:, 0].mean() + 0.01
+    # across the cloth, which hangs in the XZ plane: air pushes through the normal
+    # (a wind along the hanging cloth only rubs its faces, tests/test_air.py)
+    windy = dataclasses.replace(base, wind=Wind(velocity=np.array([0.0, 3.0, 0.0])))
+    assert simulate(windy).positions[-1][:, 1].mean() > calm[:, 1].mean() + 0.01
     gusty = dataclasses.replace(base, wind=Wind(velocity=np.array([3.0, 0, 0]), turbulence=1.0,
                                                 seed=1))
     g1, g2 = simulate(gusty).positions[-1], simulate(gusty).positions[-1]
