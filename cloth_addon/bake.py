@@ -101,6 +101,7 @@ class _Reading:
 
     pins: dict
     positions0: dict = field(default_factory=dict)  # cloth PolyMesh at the first frame
+    uv: dict = field(default_factory=dict)  # its active UV map per polygon corner, or None
     pin_targets: dict = field(default_factory=dict)  # (frames + 1, P, 3)
     matrices: dict = field(default_factory=dict)  # (frames + 1, 4, 4), metres per unit folded in
     offsets: dict = field(default_factory=dict)  # user shape-key offsets (frames + 1, V, 3)
@@ -264,8 +265,10 @@ class BakeJob:
         inputs = []
         for obj in cloths:
             idx, weights = pins[obj.name]
+            # the grain: U of the UV map, else the object's own X axis
             setup = ClothSetup(positions0[obj.name], self.materials[obj.name], pin_indices=idx,
-                               pin_weights=weights, pin_targets=pin_targets[obj.name])
+                               pin_weights=weights, pin_targets=pin_targets[obj.name],
+                               uv=r.uv[obj.name], grain=matrices[obj.name][0, :3, 0])
             inputs.append(ClothInput(obj, setup, self.settings[obj.name], matrices[obj.name],
                                      offsets.get(obj.name), name=obj.name))
         result = []
@@ -297,6 +300,7 @@ class BakeJob:
                 idx, _ = pins[obj.name]
                 if i == 0:
                     positions0[obj.name] = ev.mesh
+                    r.uv[obj.name] = ev.uv
                     pin_targets[obj.name] = np.empty((n, len(idx), 3))
                     matrices[obj.name] = np.empty((n, 4, 4))
                 pin_targets[obj.name][i] = ev.positions[idx]

@@ -40,20 +40,35 @@ def vertex_positions(mesh) -> np.ndarray:
 
 def polygons(mesh) -> tuple[np.ndarray, np.ndarray]:
     """Polygon vertex indices concatenated (sum of sizes,) and offsets (F + 1,), int64."""
+    loops, offsets = _polygon_loops(mesh)
+    loop_vertex = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("vertex_index", loop_vertex)
+    return loop_vertex[loops].astype(np.int64), offsets
+
+
+def active_uv(mesh) -> np.ndarray | None:
+    """The active UV map's (u, v) of every polygon corner, in ``polygons`` order, (C, 2)
+    float64; None without a UV map."""
+    layer = mesh.uv_layers.active
+    if layer is None:
+        return None
+    uv = np.empty(len(mesh.loops) * 2, dtype=np.float32)
+    layer.data.foreach_get("uv", uv)
+    return uv.reshape(-1, 2)[_polygon_loops(mesh)[0]].astype(np.float64)
+
+
+def _polygon_loops(mesh) -> tuple[np.ndarray, np.ndarray]:
+    """Loop indices of every polygon's corners in polygon order, and the offsets (F + 1,)."""
     n = len(mesh.polygons)
     start = np.empty(n, dtype=np.int32)
     total = np.empty(n, dtype=np.int32)
     mesh.polygons.foreach_get("loop_start", start)
     mesh.polygons.foreach_get("loop_total", total)
-    loop_vertex = np.empty(len(mesh.loops), dtype=np.int32)
-    mesh.loops.foreach_get("vertex_index", loop_vertex)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(total, out=offsets[1:])
     if np.array_equal(start, offsets[:-1]):  # the usual layout: loops stored polygon by polygon
-        return loop_vertex[:offsets[-1]].astype(np.int64), offsets
-    # Gather each polygon's loops in polygon order.
-    loop_index = np.repeat(start - offsets[:-1], total) + np.arange(offsets[-1])
-    return loop_vertex[loop_index].astype(np.int64), offsets
+        return np.arange(offsets[-1]), offsets
+    return np.repeat(start - offsets[:-1], total) + np.arange(offsets[-1]), offsets
 
 
 class EvaluatedMesh:
@@ -68,6 +83,7 @@ class EvaluatedMesh:
         positions: world-space vertex positions [m], (V, 3).
         matrix: the object's world matrix at that frame, times ``scale``, (4, 4).
         mesh: a PolyMesh of the evaluated polygons (only when ``topology`` was asked for).
+        uv: the active UV map per polygon corner (C, 2), or None (no map, or no ``topology``).
     """
 
     def __init__(self, obj, depsgraph, topology: bool = False, scale: float = 1.0):
@@ -76,6 +92,7 @@ class EvaluatedMesh:
         try:
             local = vertex_positions(mesh)
             faces = polygons(mesh) if topology else None
+            self.uv = active_uv(mesh) if topology else None
         finally:
             ev.to_mesh_clear()
         self.matrix = matrix(ev)

@@ -112,17 +112,25 @@ ATOL = 2e-5  # m: shape keys store float32 object-local coordinates
 
 def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=None,
               model="implicit", start_world=None):
-    """The solver run directly on the object's world-space mesh (no add-on code involved)."""
+    """The solver run directly on the object's world-space mesh (no add-on code involved).
+    ``material`` defaults to the Cotton preset: what a new cloth object starts from."""
     S = solver()
     from_spec = S.spec
-    world = evaluated_world(obj, bpy.context.scene.cloth_solver.frame_start) \
-        if start_world is None else start_world
+    start = bpy.context.scene.cloth_solver.frame_start
+    world = evaluated_world(obj, start) if start_world is None else start_world
     faces = [list(p.vertices) for p in obj.data.polygons]
     mesh = S.PolyMesh.from_faces(world, faces)
+    # the grain: U of the active UV map, else the object's X axis at the first frame
+    layer = obj.data.uv_layers.active
+    uv = None if layer is None else np.array(
+        [layer.data[i].uv[:] for p in obj.data.polygons for i in p.loop_indices], dtype=np.float64)
+    bpy.context.scene.frame_set(start)
+    x_axis = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).matrix_world,
+                      dtype=np.float64)[:3, 0]
     setup = from_spec.ClothSetup(
-        mesh, material or S.MaterialParams(), pin_indices=np.asarray(pins, dtype=np.int64),
+        mesh, material or S.load_preset("cotton"), pin_indices=np.asarray(pins, dtype=np.int64),
         pin_weights=None if weights is None else np.asarray(weights, dtype=np.float64),
-        pin_targets=pin_targets)
+        pin_targets=pin_targets, uv=uv, grain=x_axis)
     gravity = np.array(bpy.context.scene.gravity, dtype=np.float64)  # float32 -9.81 in Blender
     spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
                                     fps=24.0, gravity=gravity)
