@@ -56,10 +56,10 @@ BANDS = {
     "silk": (20.0, 40.0, "[MY03]"),
     "cotton": (60.0, 76.0, "[GLS91]"),
     "leather": (47.0, 70.0, "[MEM21]"),
-    "denim": (70.0, 90.0, "[heavy twill class]"),
-    "jersey": (30.0, 60.0, "[KNIT]"),
-    "rubber": (None, None, "no textile band (see presets/README.md)"),
-    "wool": (40.0, 70.0, "[wool suiting]"),
+    "denim": (70.0, 90.0, "[CUS68] heavy twill class"),
+    "jersey": (20.0, 50.0, "provisional, [BAJ24] [SAN13]"),
+    "rubber": (None, None, "no textile band: resolution and bending-length checks"),
+    "wool": (40.0, 70.0, "wool suiting (no wool preset)"),
 }
 
 
@@ -289,6 +289,8 @@ def main(argv=None):
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--tag", default=None, help="file name suffix (default: today's date)")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--commit", default=None, help="record this solver commit (for a run from an "
+                    "exported tree outside git)")
     args = ap.parse_args(argv)
     names = args.presets.split(",") if args.presets else list(list_presets())
     edges = [float(e) for e in args.edges.split(",")]
@@ -296,8 +298,13 @@ def main(argv=None):
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--short", "solver"], capture_output=True,
+                               text=True, check=True).stdout.split("\n")
+        dirty = [d for d in dirty if d.strip()]
     except Exception:  # noqa: BLE001 - outside a git checkout
-        commit = "unknown"
+        commit, dirty = "unknown", []
+    if args.commit:
+        commit = args.commit
     runs, arrays = [], {}
     for name in names:
         mat = load_preset(name)
@@ -320,7 +327,8 @@ def main(argv=None):
            "pixel_m": PIXEL, "fold_prominence_m": FOLD_PROMINENCE_M,
            "rest_criterion": RestCriterion().__dict__, "seed": args.seed,
            "bands": {k: list(v) for k, v in BANDS.items()}, "runs": runs, "table": table,
-           "machine": "shared 2-core VM (busy: wall times are indicative)"}
+           "machine": "shared 2-core VM (busy: wall times are indicative)",
+           "uncommitted_solver_changes": dirty}
     with open(os.path.join(args.out, f"drape_{tag}.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
     np.savez_compressed(os.path.join(args.out, f"drape_{tag}.npz"), **arrays)
