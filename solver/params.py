@@ -163,7 +163,7 @@ class MaterialParams:
         display=Display("nN·m·s", 1e9, "Bending", 1, soft_max=1.0e4))
     air_drag: float = _spec(
         0.1, "kg/(m²·s)", "force per area per relative air speed: f = -air_drag·area·(v - wind)",
-        0.0, 1.0e4, display=Display("kg/(m²·s)", 1.0, "Air Drag", 2, soft_max=10.0))
+        0.0, 1.0e4, display=Display("kg/m²/s", 1.0, "Air Drag", 2, soft_max=10.0))
     max_strain: float | None = _spec(
         None, "1", "largest allowed edge strain (e.g. 0.05 = 5%); None = no limit",
         0.0, 10.0, exclusive_min=True, optional=True,
@@ -235,6 +235,9 @@ class SolverSettings:
         0.0, 1.0, exclusive_min=True)
     cg_max_iterations: int = _spec(
         500, "", "implicit: iteration cap of the conjugate gradient", 1, 100000, integer=True)
+    recycled_corrections: int = _spec(
+        8, "", "implicit: the last Newton corrections that deflate the next conjugate gradient "
+        "solves (0 = none; see linalg/deflation.py)", 0, 64, integer=True)
     newton_iterations: int = _spec(
         2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
         "linearisation)", 1, 100, integer=True)
