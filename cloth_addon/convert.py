@@ -2,6 +2,11 @@
 
 Every value goes through ``from_mapping``, so a bad value fails with the solver's own message
 naming the field, its bound and its unit.
+
+The object's material properties store SI values (``obj.cloth_solver.bend_stiffness`` is in
+N·m, as in the presets and scene files); the panel draws a ``*_display`` twin of each, in the
+unit and magnitude that ``solver.params`` gives beside the field (``Display``: µN·m, g/m², …).
+``to_display`` / ``from_display`` are that conversion, and the only one.
 """
 
 from __future__ import annotations
@@ -11,7 +16,34 @@ import dataclasses
 import numpy as np
 
 from ..solver import MaterialParams, SolverSettings, Wind
-from .properties import MATERIAL_SPECS, prop_name
+from ..solver.params import Display, field_displays, field_specs
+
+MATERIAL_SPECS = field_specs(MaterialParams)
+MATERIAL_DISPLAYS: dict[str, Display] = field_displays(MaterialParams)
+
+# The collider's settings are part of the public contract (obj.cloth_solver.thickness,
+# .friction); material fields of the same name get a "cloth_" prefix on the object.
+COLLIDER_PROPS = ("thickness", "friction")
+
+
+def prop_name(field: str) -> str:
+    """Property name of material field ``field`` on ``obj.cloth_solver`` (SI value)."""
+    return f"cloth_{field}" if field in COLLIDER_PROPS else field
+
+
+def display_prop_name(field: str) -> str:
+    """Property the panel draws for material field ``field`` (value in its display unit)."""
+    return f"{prop_name(field)}_display"
+
+
+def to_display(field: str, si_value: float) -> float:
+    """SI value of ``field`` -> the number the panel shows (e.g. 8e-6 N·m -> 8.0 µN·m)."""
+    return float(si_value) * MATERIAL_DISPLAYS[field].scale
+
+
+def from_display(field: str, shown: float) -> float:
+    """The number the panel shows for ``field`` -> its SI value (inverse of ``to_display``)."""
+    return _round(float(shown) / MATERIAL_DISPLAYS[field].scale)
 
 
 def material_from_props(settings, name: str = "material") -> MaterialParams:
@@ -27,14 +59,23 @@ def material_from_props(settings, name: str = "material") -> MaterialParams:
 
 
 def material_to_props(material: MaterialParams, settings) -> None:
-    """Set an object's material fields (e.g. from a preset)."""
+    """Set an object's material fields (e.g. from a preset). An optional field that is off
+    keeps a value that follows its fallback (the weft its warp), so switching it on later
+    starts from the value in use."""
     for key, spec in MATERIAL_SPECS.items():
         value, prop = getattr(material, key), prop_name(key)
         if spec.optional:
             setattr(settings, f"use_{prop}", value is not None)
             if value is None:
+                fallback = OPTIONAL_FALLBACK.get(key)
+                if fallback is not None:
+                    setattr(settings, prop, getattr(material, fallback))
                 continue
         setattr(settings, prop, value)
+
+
+# Optional fields that fall back to another one when off (None): the weft follows the warp.
+OPTIONAL_FALLBACK = {"stretch_stiffness_weft": "stretch_stiffness"}
 
 
 def solver_settings_from_props(settings, name: str = "solver") -> SolverSettings:

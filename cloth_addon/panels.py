@@ -6,10 +6,15 @@ from __future__ import annotations
 import bpy
 
 from . import bake_status, blender_physics, presets, units
-from .properties import MATERIAL_SPECS, prop_name
+from .properties import (MATERIAL_DISPLAYS, MATERIAL_SPECS, OPTIONAL_FALLBACK,
+                         display_prop_name, prop_name)
 
 STIFFNESS = ("stretch_stiffness", "stretch_stiffness_weft", "shear_stiffness", "bend_stiffness")
 DAMPING = ("stretch_damping", "shear_damping", "bend_damping", "air_drag")
+# Drawn in their own panels; any other material field (added to MaterialParams later) appears
+# at the end of Material.
+ELSEWHERE = {"area_density", "max_strain", "thickness", "friction", "pin_stiffness",
+             *STIFFNESS, *DAMPING}
 
 
 class ClothSolverPanel:
@@ -26,17 +31,47 @@ class ClothSolverPanel:
         return cls.role is None or ob.cloth_solver.role in cls.role
 
 
+def _value(layout, settings, field, heading, toggle=None):
+    """One row: ``heading`` in the label column, [``toggle``] the value, then its unit, like a
+    value Blender shows with its unit ("400 mN·s/m"). No keyframe dot: the bake reads the
+    material once, so an animated value would not animate the cloth."""
+    unit = MATERIAL_DISPLAYS[field].unit
+    split = layout.split(factor=LABEL_FACTOR)
+    left = split.row()
+    left.alignment = "RIGHT"
+    left.label(text=heading)
+    row = split.row()
+    row.use_property_split = False
+    if toggle is not None:
+        row.prop(settings, toggle, text="")
+        row = row.row()
+        row.active = getattr(settings, toggle)
+    row.prop(settings, display_prop_name(field), text="")
+    sub = row.row()
+    sub.ui_units_x = UNIT_WIDTH
+    sub.label(text="" if unit == "%" else unit)  # a percentage shows its "%" in the field
+
+
+LABEL_FACTOR = 0.4  # Blender's property split (UI_ITEM_PROP_SEP_DIVIDE): labels line up
+UNIT_WIDTH = 3.2  # ui units (20 px at scale 1): the widest units, "nN·m·s" and "kg/m²/s", fit
+
+
 def _field(layout, settings, field):
-    """Draw one material field; optional fields get their switch beside them."""
-    name = prop_name(field)
-    if MATERIAL_SPECS[field].optional:
-        row = layout.row(heading=settings.bl_rna.properties[name].name)
-        row.prop(settings, f"use_{name}", text="")
-        sub = row.row()
+    """Draw one material field in its display unit (``Display`` in solver/params.py) with a
+    short label that fits the Properties editor; an optional field gets its switch."""
+    name, label = prop_name(field), MATERIAL_DISPLAYS[field].label
+    if field in OPTIONAL_FALLBACK:
+        # A clear toggle; off, the field shows (and the bake uses) the value it falls back to.
+        col = layout.column()
+        col.use_property_decorate = False
+        col.prop(settings, f"use_{name}")
+        sub = col.column()
         sub.active = getattr(settings, f"use_{name}")
-        sub.prop(settings, name, text="")
+        _value(sub, settings, field, label)
+    elif MATERIAL_SPECS[field].optional:
+        _value(layout, settings, field, label, toggle=f"use_{name}")
     else:
-        layout.prop(settings, name)
+        _value(layout, settings, field, label)
 
 
 class CLOTH_SOLVER_MT_presets(bpy.types.Menu):
@@ -73,8 +108,8 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
     def draw_header_preset(self, context):
         s = context.object.cloth_solver
         if s.role == "CLOTH":
-            self.layout.menu("CLOTH_SOLVER_MT_presets", text=s.preset or "Presets",
-                             icon="PRESET")
+            self.layout.menu("CLOTH_SOLVER_MT_presets",
+                             text=presets.shown_name(s) or "Presets", icon="PRESET")
 
     def draw(self, context):
         layout = self.layout
@@ -88,25 +123,26 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             col.prop(s, "thickness")
             col.prop(s, "friction")
             if blender_physics.collision_modifier(context.object) is not None:
-                layout.label(text="These replace the Collision modifier's Thickness Outer and "
-                                  "Friction", icon="INFO")
+                layout.label(text="These replace the Collision", icon="INFO")
+                layout.label(text="modifier's Thickness Outer, Friction", icon="BLANK1")
         elif blender_physics.collision_modifier(context.object) is not None:
             # Blender's Collision modifier makes it a collider unless the user says otherwise.
-            col = layout.column(heading="Blender Collision")
-            col.prop(s, "use_collision_modifier", text="Collider")
+            col = layout.column(heading="Collision")
+            col.prop(s, "use_collision_modifier", text="Use as Collider")
             col.prop(context.scene.cloth_solver, "use_collision_modifiers", text="In Scene")
             if blender_physics.uses_collision_modifier(context.object, context.scene):
                 thickness, mu = blender_physics.collision_settings(
                     context.object, units.metres_per_unit(context.scene))
-                layout.label(text=f"Collider from its Collision modifier: thickness "
-                                  f"{1e3 * thickness:.3g} mm, friction coefficient {mu:.2f}",
-                             icon="MOD_PHYSICS")
+                # Two short lines: the Properties editor is about 320 px wide.
+                layout.label(text="Collider from its Collision modifier:", icon="MOD_PHYSICS")
+                layout.label(text=f"thickness {1e3 * thickness:.3g} mm, friction {mu:.2f}",
+                             icon="BLANK1")
         else:
             layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")
 
 
 class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):
-    bl_label = "Material (SI)"
+    bl_label = "Material"
     bl_parent_id = "PHYSICS_PT_cloth_solver"
     role = {"CLOTH"}
 
@@ -115,17 +151,36 @@ class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):
         layout.use_property_split = True
         s = context.object.cloth_solver
         _field(layout, s, "area_density")
-        col = layout.column(heading="Stiffness")
-        for name in STIFFNESS:
-            _field(col, s, name)
-        col = layout.column(heading="Damping")
-        for name in DAMPING:
-            _field(col, s, name)
         _field(layout, s, "max_strain")
-        shown = {"area_density", "max_strain", "thickness", *STIFFNESS, *DAMPING}
         for name in MATERIAL_SPECS:  # fields added to MaterialParams later appear here
-            if name not in shown:
+            if name not in ELSEWHERE:
                 _field(layout, s, name)
+
+
+class PHYSICS_PT_cloth_solver_stiffness(ClothSolverPanel, bpy.types.Panel):
+    bl_label = "Stiffness"
+    bl_parent_id = "PHYSICS_PT_cloth_solver_material"
+    role = {"CLOTH"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.object.cloth_solver
+        for name in STIFFNESS:
+            _field(layout, s, name)
+
+
+class PHYSICS_PT_cloth_solver_damping(ClothSolverPanel, bpy.types.Panel):
+    bl_label = "Damping"
+    bl_parent_id = "PHYSICS_PT_cloth_solver_material"
+    role = {"CLOTH"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.object.cloth_solver
+        for name in DAMPING:
+            _field(layout, s, name)
 
 
 class PHYSICS_PT_cloth_solver_pinning(ClothSolverPanel, bpy.types.Panel):
@@ -138,6 +193,7 @@ class PHYSICS_PT_cloth_solver_pinning(ClothSolverPanel, bpy.types.Panel):
         layout.use_property_split = True
         ob = context.object
         layout.prop_search(ob.cloth_solver, "pin_group", ob, "vertex_groups", text="Pin Group")
+        _field(layout, ob.cloth_solver, "pin_stiffness")
 
 
 class PHYSICS_PT_cloth_solver_collisions(ClothSolverPanel, bpy.types.Panel):
@@ -150,6 +206,7 @@ class PHYSICS_PT_cloth_solver_collisions(ClothSolverPanel, bpy.types.Panel):
         layout.use_property_split = True
         s = context.object.cloth_solver
         layout.prop(s, "self_collision")
+        _field(layout, s, "friction")
         _field(layout, s, "thickness")
 
 
@@ -231,18 +288,21 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
                 row.alert = True
                 row.label(text=text, icon="ERROR")
                 box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
-                               f"({s.bake_model}); bake again to update")
+                               f"({s.bake_model})")
+                box.label(text="Bake again to update")
             else:
                 box.label(text=text, icon="CHECKMARK")
             box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
-            box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm, "
-                           f"{s.bake_intersections} intersecting triangle pairs at most")
+            # Short lines: the box is as narrow as the Properties editor.
+            box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm")
+            box.label(text=f"Intersections: {s.bake_intersections} triangle pairs at most")
         elif scene.last_report:
             layout.label(text=scene.last_report)
 
 
 classes = (CLOTH_SOLVER_MT_presets, CLOTH_SOLVER_MT_presets_remove, PHYSICS_PT_cloth_solver,
-           PHYSICS_PT_cloth_solver_material, PHYSICS_PT_cloth_solver_pinning,
+           PHYSICS_PT_cloth_solver_material, PHYSICS_PT_cloth_solver_stiffness,
+           PHYSICS_PT_cloth_solver_damping, PHYSICS_PT_cloth_solver_pinning,
            PHYSICS_PT_cloth_solver_collisions, PHYSICS_PT_cloth_solver_quality,
            PHYSICS_PT_cloth_solver_wind, PHYSICS_PT_cloth_solver_bake)
 

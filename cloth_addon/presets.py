@@ -3,7 +3,9 @@ TOML in the add-on's user directory and loaded by the same ``solver.formats.pres
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import re
 from pathlib import Path
 
@@ -30,8 +32,65 @@ def apply(settings, ident: str, user: bool) -> str:
     material = load_preset(ident, folder)
     material_to_props(material, settings)
     name = preset_info(ident, folder)["name"]
-    settings.preset = name
+    settings.preset, settings.preset_ident, settings.preset_user = name, ident, user
     return name
+
+
+def shown_name(settings) -> str:
+    """What the panel header says the material came from: "Cotton", "Cotton (edited)" once a
+    value differs from the preset (back to "Cotton" when it is set back), or "" (none)."""
+    name = settings.preset
+    if not name:
+        return ""
+    preset = _preset_of(settings)
+    if preset is None:  # the user's preset was removed or broke since: its name, as it was
+        return name
+    try:
+        current = material_from_props(settings)
+    except ValueError:  # a value the solver refuses differs from every preset
+        return f"{name} (edited)"
+    return name if same_material(current, preset) else f"{name} (edited)"
+
+
+def same_material(a, b) -> bool:
+    """Equal up to Blender's single-precision storage of floats."""
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if (x is None) != (y is None):
+            return False
+        if x is not None and not math.isclose(x, y, rel_tol=1e-6, abs_tol=1e-30):
+            return False
+    return True
+
+
+def _preset_of(settings):
+    """The material of the preset the object's material came from, or None."""
+    ident, user = settings.preset_ident, settings.preset_user
+    if not ident:  # a file from before the identifier was kept: look it up by name
+        ident = slug(settings.preset)
+        found = [u for u in (False, True) if (ident, settings.preset) in available(u)]
+        if not found:
+            return None
+        user = found[0]
+    path = (user_preset_dir() if user else preset_dir()) / f"{ident}.toml"
+    try:
+        return _load_cached(str(path), path.stat().st_mtime_ns)
+    except (OSError, ValueError):
+        return None
+
+
+_cache: dict = {}
+
+
+def _load_cached(path: str, mtime_ns: int):
+    """Presets are read again only when their file changes (the header draws often)."""
+    key = (path, mtime_ns)
+    if key not in _cache:
+        p = Path(path)
+        if len(_cache) > 64:
+            _cache.clear()
+        _cache[key] = load_preset(p.stem, p.parent)
+    return _cache[key]
 
 
 def slug(name: str) -> str:
@@ -52,7 +111,7 @@ def save(settings, name: str, description: str = "") -> Path:
     path = user_preset_dir() / f"{ident}.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     load_preset(ident, path.parent)  # read back through the validator
-    settings.preset = name
+    settings.preset, settings.preset_ident, settings.preset_user = name, ident, True
     return path
 
 

@@ -1,22 +1,30 @@
 """Blender properties: per object (``obj.cloth_solver``) and per scene (``scene.cloth_solver``).
 
-Material and solver fields are generated from ``solver.params`` (names, units, defaults, bounds,
-descriptions), so the UI, the scene files and the presets cannot drift apart. The bake validates
-the values again through ``MaterialParams.from_mapping``, which names any problem.
+Material and solver fields are generated from ``solver.params`` (names, units, bounds,
+descriptions, display units), so the UI, the scene files and the presets cannot drift apart. The
+bake validates the values again through ``MaterialParams.from_mapping``, which names any problem.
+
+Each material field is stored in SI (``bend_stiffness``, N·m: the Python API, presets, old
+files) and drawn through a get/set twin in its display unit (``bend_stiffness_display``, µN·m;
+``Display`` in solver/params.py, conversion in convert.py). A new cloth's material is the Cotton
+preset's (``NEW_CLOTH_PRESET``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 
 import bpy
 from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ..solver import (INTEGRATOR_NAMES, SOLVERS, Collider, FieldSpec, MaterialParams,
-                      SolverSettings, Wind, field_defaults, field_specs)
+from ..solver import (INTEGRATOR_NAMES, SOLVERS, Collider, FieldSpec, SolverSettings, Wind,
+                      load_preset, preset_info)
 from . import bake_status
+from .convert import (COLLIDER_PROPS, MATERIAL_DISPLAYS, MATERIAL_SPECS,  # noqa: F401 (re-export)
+                      OPTIONAL_FALLBACK, display_prop_name, from_display, prop_name, to_display)
 from .bake_status import cloth_settings_changed, role_changed, scene_settings_changed
 
 ROLE_ITEMS = (
@@ -39,41 +47,102 @@ SOLVER_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), _model_doc(c
 INTEGRATOR_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), "")
                          for name in INTEGRATOR_NAMES)
 
-MATERIAL_SPECS = field_specs(MaterialParams)
-MATERIAL_DEFAULTS = field_defaults(MaterialParams)
+# A new cloth starts from this preset, strain limit included (the solver's bare MaterialParams
+# defaults have no strain limit, and a new user's cloth stretched 7 % on a sphere).
+NEW_CLOTH_PRESET = "cotton"
+_NEW_CLOTH = load_preset(NEW_CLOTH_PRESET)
+NEW_CLOTH_PRESET_NAME = preset_info(NEW_CLOTH_PRESET)["name"]
+MATERIAL_DEFAULTS = {name: getattr(_NEW_CLOTH, name) for name in MATERIAL_SPECS}
 
-# Optional material fields (None = off) get a "use_" switch; when switched on, the value field
-# starts from the field it falls back to, or from this value for a pure on/off limit.
-OPTIONAL_FALLBACK = {"stretch_stiffness_weft": "stretch_stiffness"}
-OPTIONAL_START = {"max_strain": 0.05}  # 5 %: a typical lock-up strain of woven fabric
+# An optional field that is off (None) keeps a value: the one it falls back to (the weft
+# follows the warp), or for a pure on/off limit this one (a typical lock-up strain of a woven).
+OPTIONAL_START = {"max_strain": 0.05}
 
-# The collider's settings are part of the public contract (obj.cloth_solver.thickness,
-# .friction); material fields of the same name get a "cloth_" prefix on the object.
-COLLIDER_PROPS = ("thickness", "friction")
+# What a cloth had before new cloth started from a preset (the SI defaults of that version).
+# Files saved then store only the values the user changed; ``_upgrade_old_files`` writes these
+# for the rest, so an old file bakes as before instead of silently becoming Cotton.
+LEGACY_DEFAULTS = {
+    "area_density": 0.15, "stretch_stiffness": 5000.0, "use_stretch_stiffness_weft": False,
+    "stretch_stiffness_weft": 5000.0, "shear_stiffness": 50.0, "bend_stiffness": 5.0e-6,
+    "stretch_damping": 0.5, "shear_damping": 0.005, "bend_damping": 1.0e-7, "air_drag": 0.1,
+    "use_max_strain": False, "max_strain": 0.05, "cloth_thickness": 0.002,
+    "cloth_friction": 0.3, "pin_stiffness": 1.0e4, "preset": "", "preset_ident": "",
+}
+# 1: new cloth starts from NEW_CLOTH_PRESET. Stamped when the role is set; a file whose cloth
+# has a role but no stamp was saved before.
+MATERIAL_VERSION = 1
 
-
-def prop_name(field: str) -> str:
-    """Property name of material field ``field`` on ``obj.cloth_solver``."""
-    return f"cloth_{field}" if field in COLLIDER_PROPS else field
+_upgrading = False  # no "bake outdated" marks while an old file's values are written
 
 
 def label(name: str, spec: FieldSpec) -> str:
-    """UI label with the SI unit, e.g. "Stretch Stiffness (N/m)"."""
+    """Property name with the unit shown, e.g. "Bend Stiffness (µN·m)"."""
     text = name.replace("_", " ").title()
-    return f"{text} ({spec.unit})" if spec.unit and spec.unit != "1" else text
+    unit = MATERIAL_DISPLAYS[name].unit if name in MATERIAL_DISPLAYS else spec.unit
+    return f"{text} ({unit})" if unit and unit != "1" else text
 
 
-def _number_property(name: str, spec: FieldSpec, default):
-    """A Float/IntProperty whose bounds, default and tooltip come from ``spec``."""
+def _material_changed(settings, context):
+    if not _upgrading:
+        cloth_settings_changed(settings, context)
+
+
+def _weft_toggled(settings, context):
+    """Switched on, the weft starts from the warp it followed (no hidden value jumps in)."""
+    if not _upgrading and settings.use_stretch_stiffness_weft:
+        settings.stretch_stiffness_weft = settings.stretch_stiffness
+    _material_changed(settings, context)
+
+
+def _role_changed(settings, context):
+    settings.material_version = MATERIAL_VERSION
+    role_changed(settings, context)
+
+
+def _si_property(name: str, spec: FieldSpec, default):
+    """The stored SI value (the Python API and the bake read it), bounds from ``spec``."""
     unit = f" [{spec.unit}]" if spec.unit else ""
-    common = dict(name=label(name, spec), description=f"{spec.doc}{unit}",
-                  update=cloth_settings_changed)
+    common = dict(name=f"{name.replace('_', ' ').title()} ({spec.unit})" if spec.unit not in
+                  ("", "1") else name.replace("_", " ").title(),
+                  description=f"{spec.doc}{unit}", update=_material_changed)
     if spec.integer:
         return IntProperty(default=int(default), min=int(spec.minimum),
                            max=int(min(spec.maximum, 2**31 - 1)), **common)
-    # Blender floats are single precision; 6 digits shows bending stiffness like 8e-6 N·m.
     return FloatProperty(default=float(default), min=spec.minimum, max=spec.maximum,
-                         precision=6 if abs(default) < 1e-2 else 3, step=1, **common)
+                         precision=6, step=1, **common)
+
+
+def _display_property(name: str, spec: FieldSpec, default):
+    """What the panel draws: the SI property seen in its display unit (``Display`` in
+    solver/params.py) through get/set, so nothing but the SI value is stored."""
+    d = MATERIAL_DISPLAYS[name]
+    si = prop_name(name)
+    use = f"use_{si}"
+    fallback = prop_name(OPTIONAL_FALLBACK[name]) if name in OPTIONAL_FALLBACK else None
+
+    def get(self):
+        source = fallback if fallback and not getattr(self, use) else si
+        return to_display(name, getattr(self, source))
+
+    def set(self, value):
+        value = from_display(name, value)
+        if fallback and not getattr(self, use):
+            if math.isclose(value, getattr(self, fallback), rel_tol=1e-6):
+                return
+            setattr(self, use, True)  # typing a weft of its own switches the override on
+        setattr(self, si, value)
+
+    lo, hi = spec.minimum * d.scale, spec.maximum * d.scale
+    soft_max = min(hi, d.soft_max) if d.soft_max is not None else hi
+    unit = f" [{d.unit}]" if d.unit else ""
+    follows = (f". Off ('Different {d.label}'): follows "
+               f"{MATERIAL_DISPLAYS[OPTIONAL_FALLBACK[name]].label}" if fallback else "")
+    return FloatProperty(
+        name=label(name, spec), description=f"{spec.doc[0].upper()}{spec.doc[1:]}{unit}{follows}"
+        f" (stored in SI: {si}, {spec.unit})", default=float(default) * d.scale,
+        min=lo, max=hi, soft_min=lo, soft_max=soft_max, precision=d.precision,
+        step=min(100, 10 ** (3 - d.precision)),
+        subtype="PERCENTAGE" if d.unit == "%" else "NONE", get=get, set=set)
 
 
 def _material_annotations() -> dict:
@@ -84,12 +153,17 @@ def _material_annotations() -> dict:
             start = default if default is not None else (
                 MATERIAL_DEFAULTS[OPTIONAL_FALLBACK[name]] if name in OPTIONAL_FALLBACK
                 else OPTIONAL_START[name])
+            title = name.replace("_", " ").title()
+            toggle = (f"Different {MATERIAL_DISPLAYS[name].label}" if name in OPTIONAL_FALLBACK
+                      else f"Use {title}")
             out[f"use_{prop_name(name)}"] = BoolProperty(
-                name=f"Use {name.replace('_', ' ').title()}", default=default is not None,
-                description=f"Enable: {spec.doc}", update=cloth_settings_changed)
-            out[prop_name(name)] = _number_property(name, spec, start)
+                name=toggle, default=default is not None, description=f"Enable: {spec.doc}",
+                update=_weft_toggled if name in OPTIONAL_FALLBACK else _material_changed)
+            out[prop_name(name)] = _si_property(name, spec, start)
+            out[display_prop_name(name)] = _display_property(name, spec, start)
         else:
-            out[prop_name(name)] = _number_property(name, spec, default)
+            out[prop_name(name)] = _si_property(name, spec, default)
+            out[display_prop_name(name)] = _display_property(name, spec, default)
     return out
 
 
@@ -118,14 +192,25 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
     __annotations__ = {
         "role": EnumProperty(name="Role", items=ROLE_ITEMS, default="NONE",
                              description="How Bake Cloth uses this object",
-                             update=role_changed),
+                             update=_role_changed),
+        "material_version": IntProperty(
+            default=0, options={"HIDDEN"},
+            description="Which defaults this object's material has (0: saved before new cloth "
+                        "started from a preset)"),
         # ---- cloth ----
         "solver": EnumProperty(name="Solver", items=SOLVER_ITEMS,
                                default=_SOLVER_DEFAULTS["model"].upper(),
                                description="Cloth model used to simulate this object",
                                update=cloth_settings_changed),
-        "preset": StringProperty(name="Preset", default="",
-                                 description="Material preset last applied (informative)"),
+        "preset": StringProperty(
+            name="Preset", default=NEW_CLOTH_PRESET_NAME,
+            description="Material preset last applied (its display name); the panel adds "
+                        "'(edited)' while the material differs from it"),
+        "preset_ident": StringProperty(
+            default=NEW_CLOTH_PRESET, options={"HIDDEN"},
+            description="File stem of the preset last applied ('' = look it up by name)"),
+        "preset_user": BoolProperty(default=False, options={"HIDDEN"},
+                                    description="The preset last applied is the user's own"),
         **_material_annotations(),
         "pin_group": StringProperty(
             name="Pin Group", default="",
@@ -242,15 +327,43 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
 classes = (ClothSolverObjectSettings, ClothSolverSceneSettings)
 
 
+def upgrade_old_material(settings) -> bool:
+    """Give a cloth saved before new cloth started from a preset the defaults it had then, for
+    every value it does not store (Blender stores only the values that were set). True if it
+    was such a cloth. Only the values change: the bake record and its outdated mark stay."""
+    global _upgrading
+    if settings.is_property_set("material_version") or not settings.is_property_set("role"):
+        return False
+    _upgrading = True
+    try:
+        for name, value in LEGACY_DEFAULTS.items():
+            if not settings.is_property_set(name):
+                setattr(settings, name, value)
+        settings.material_version = MATERIAL_VERSION
+    finally:
+        _upgrading = False
+    return True
+
+
+@bpy.app.handlers.persistent
+def _upgrade_old_files(*_args):
+    for obj in bpy.data.objects:
+        if obj.library is None and obj.type == "MESH":
+            upgrade_old_material(obj.cloth_solver)
+
+
 def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     bpy.types.Object.cloth_solver = PointerProperty(type=ClothSolverObjectSettings)
     bpy.types.Scene.cloth_solver = PointerProperty(type=ClothSolverSceneSettings)
     bake_status.register()  # the handler that keeps the bake record's outdated mark
+    bpy.app.handlers.load_post.append(_upgrade_old_files)
 
 
 def unregister():
+    while _upgrade_old_files in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(_upgrade_old_files)
     bake_status.unregister()
     del bpy.types.Scene.cloth_solver
     del bpy.types.Object.cloth_solver

@@ -1,11 +1,25 @@
 """Screenshots of the Cloth Solver panel as an artist sees it, in Blender with a real window.
 
-Run under Xvfb with the add-on installed as a legacy add-on (Debian's Blender 3.4):
-``xvfb-run -a -s "-screen 0 1280x1800x24" blender --factory-startup --addons cloth_solver
---python scripts/screenshot_panels.py -- OUT_DIR``. Writes ``1_not_baked.png`` (a new cloth),
-``2_baked.png``, ``3_outdated.png`` (after the floor collider moved) and
-``4_collision_object.png`` (the floor: a Collision modifier acting as a collider). The pictures
-in docs/ui/ come from it.
+Run under Xvfb with the add-on installed as a legacy add-on (Debian's Blender 3.4; the bpy
+wheels of 4.2+ cannot open a window)::
+
+    xvfb-run -a -s "-screen 0 1280x1800x24" blender --factory-startup --addons cloth_solver \\
+        --python scripts/screenshot_panels.py -- OUT_DIR
+
+with the add-on in ``$BLENDER_USER_SCRIPTS/addons/cloth_solver`` (``__init__.py``,
+``blender_manifest.toml``, ``cloth_addon/``, ``solver/``, ``presets/``). The Properties editor is
+a 320 px wide strip split off the 3D view, the width of Blender's default Properties editor at
+resolution scale 1, so what is cut here is cut for an artist too. Writes, each cropped to the
+drawn panels:
+
+- ``cloth_new.png``: a new cloth (the Cotton preset in the header, its material);
+- ``material_edited.png``: Denim applied (its own weft: the toggle on), then the bending
+  stiffness edited ("Denim (edited)");
+- ``cloth_baked.png``: after *Bake Cloth* (the bake record);
+- ``bake_outdated.png``: after the floor collider moved;
+- ``collider_collision_modifier.png``: the floor, a Collision modifier acting as a collider.
+
+The pictures in docs/ui/ come from it.
 """
 import os
 import sys
@@ -16,14 +30,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timer_steps import run_steps  # noqa: E402
 
 OUT = sys.argv[sys.argv.index("--") + 1]
+WIDTH = 320  # px: Blender's default Properties editor at resolution scale 1
+
 
 def build():
     for o in list(bpy.data.objects):
         bpy.data.objects.remove(o)
-    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=1.0, location=(0, 0, 1))
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=12, y_subdivisions=12, size=1.0,
+                                    location=(0, 0, 1))
     cloth = bpy.context.object
     cloth.name = "Sheet"
     cloth.cloth_solver.role = "CLOTH"
+    pins = cloth.vertex_groups.new(name="Pins")  # two corners: it hangs and stretches a little
+    row = len([v for v in cloth.data.vertices if abs(v.co.y - cloth.data.vertices[0].co.y) < 1e-6])
+    pins.add([0, row - 1], 1.0, "REPLACE")
+    cloth.cloth_solver.pin_group = "Pins"
     bpy.ops.mesh.primitive_plane_add(size=4, location=(0, 0, 0))
     floor = bpy.context.object
     floor.name = "Floor"
@@ -35,41 +56,75 @@ def build():
     bpy.context.view_layer.objects.active = cloth
     return cloth, floor
 
+
 def props_area():
+    """A full-height Properties editor WIDTH px wide, split off the left of the 3D view (the
+    splash screen in the middle of the window stays clear of it)."""
     win = bpy.context.window_manager.windows[0]
-    for area in win.screen.areas:
-        if area.type == "VIEW_3D":
-            area.type = "PROPERTIES"
-            return win, area
-    raise RuntimeError("no properties editor")
+    view3d = next(a for a in win.screen.areas if a.type == "VIEW_3D")
+    before = set(win.screen.areas[:])
+    with bpy.context.temp_override(window=win, screen=win.screen, area=view3d):
+        bpy.ops.screen.area_split(direction="VERTICAL", factor=WIDTH / view3d.width)
+    new = [a for a in win.screen.areas if a not in before] or [view3d]
+    area = min([*new, view3d], key=lambda a: abs(a.width - WIDTH))
+    area.type = "PROPERTIES"
+    return win, area
+
 
 def shot(name, win, area):
+    path = f"{OUT}/{name}.png"
     with bpy.context.temp_override(window=win, screen=win.screen, area=area):
-        bpy.ops.screen.screenshot_area(filepath=f"{OUT}/{name}.png")
+        bpy.ops.screen.screenshot_area(filepath=path)
+    crop(path)
+    print("SHOT", name, area.width, area.height, flush=True)
+
+
+def crop(path, margin=12):
+    """Cut the empty editor background below the last drawn panel."""
+    import numpy as np
+    img = bpy.data.images.load(path)
+    w, h = img.size
+    px = np.array(img.pixels[:], dtype=np.float32).reshape(h, w, img.channels)  # bottom row 0
+    # Ignore the left edge (the tab bar) and the scroll bar on the right.
+    body = px[:, 40:w - 20, :3]
+    background = body[8, body.shape[1] // 2]  # above the editor's bottom edge
+    used = np.nonzero(np.abs(body - background).max(axis=(1, 2)) > 0.02)[0]
+    used = used[used > 8]  # not the editor's bottom edge
+    first = max(0, int(used.min()) - margin) if used.size else 0
+    if first > 0:
+        cropped = px[first:].copy()
+        out = bpy.data.images.new("crop", w, h - first, alpha=img.channels == 4)
+        out.pixels[:] = cropped.ravel()
+        out.filepath_raw, out.file_format = path, "PNG"
+        out.save()
+        bpy.data.images.remove(out)
+    bpy.data.images.remove(img)
+
 
 def steps():
-    print("STEP build", flush=True)
     cloth, floor = build()
-    print("STEP built", flush=True)
     win, area = props_area()
     yield 1.0
     area.spaces[0].context = "PHYSICS"
-    print("STEP yield", flush=True)
     yield 1.0
-    shot("1_not_baked", win, area)
-    with bpy.context.temp_override(window=win, screen=win.screen):
+    shot("cloth_new", win, area)
+    with bpy.context.temp_override(window=win, screen=win.screen, area=area):
+        bpy.ops.cloth_solver.preset_apply(name="denim")
+    cloth.cloth_solver.bend_stiffness_display = 20.0  # µN·m (Denim: 17)
+    yield 1.0
+    shot("material_edited", win, area)
+    with bpy.context.temp_override(window=win, screen=win.screen, area=area):
+        bpy.ops.cloth_solver.preset_apply(name="cotton")
         bpy.ops.cloth_solver.bake()
-    print("STEP yield", flush=True)
     yield 1.0
-    shot("2_baked", win, area)
+    shot("cloth_baked", win, area)
     floor.location.z = 0.2
-    print("STEP yield", flush=True)
     yield 1.0
     print("STATUS after move", cloth.cloth_solver.bake_outdated, flush=True)
-    shot("3_outdated", win, area)
+    shot("bake_outdated", win, area)
     bpy.context.view_layer.objects.active = floor
-    print("STEP yield", flush=True)
     yield 1.0
-    shot("4_collision_object", win, area)
+    shot("collider_collision_modifier", win, area)
+
 
 run_steps(steps(), first_interval=1.0)

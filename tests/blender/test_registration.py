@@ -42,23 +42,36 @@ def test_register_and_unregister_repeatedly(addon_module, scratch_root):
 
 
 def test_material_properties_come_from_the_parameter_table():
+    """Each material field is stored in SI (bounds, doc from the FieldSpec) and drawn through
+    a display twin in the unit and magnitude of its Display (bounds scaled, unit in the name);
+    the defaults are the new-cloth preset's."""
     pkg = addon()
     params = pkg.solver.params
     specs = params.field_specs(params.MaterialParams)
-    defaults = params.field_defaults(params.MaterialParams)
+    displays = params.field_displays(params.MaterialParams)
+    cotton = pkg.solver.load_preset("cotton")
     props = pkg.cloth_addon.properties
     rna = props.ClothSolverObjectSettings.bl_rna.properties
     for name, spec in specs.items():
-        prop = rna[props.prop_name(name)]
-        assert math.isclose(prop.hard_min, spec.minimum, rel_tol=1e-6, abs_tol=1e-30), name
-        assert math.isclose(prop.hard_max, spec.maximum, rel_tol=1e-6), name
+        d = displays[name]
+        si, shown = rna[props.prop_name(name)], rna[props.display_prop_name(name)]
+        for prop, scale in ((si, 1.0), (shown, d.scale)):
+            assert math.isclose(prop.hard_min, spec.minimum * scale, rel_tol=1e-6,
+                                abs_tol=1e-30), name
+            assert math.isclose(prop.hard_max, spec.maximum * scale, rel_tol=1e-6), name
+            assert spec.doc[1:] in prop.description, name
         if spec.unit not in ("", "1"):
-            assert f"({spec.unit})" in prop.name, name
-        assert spec.doc in prop.description, name
-        if defaults[name] is None:
-            assert rna[f"use_{props.prop_name(name)}"].default is False
-        else:
-            assert math.isclose(prop.default, defaults[name], rel_tol=1e-6), name
+            assert f"({spec.unit})" in si.name, name
+        if d.unit:
+            assert f"({d.unit})" in shown.name, name
+        assert shown.precision == d.precision, name
+        value = getattr(cotton, name)
+        if spec.optional:
+            assert rna[f"use_{props.prop_name(name)}"].default is (value is not None), name
+        if value is None:  # the weft follows the warp; the strain limit starts at 5 %
+            value = cotton.stretch_stiffness if name == "stretch_stiffness_weft" else 0.05
+        assert math.isclose(si.default, value, rel_tol=1e-6), name
+        assert math.isclose(shown.default, value * d.scale, rel_tol=1e-6), name
 
 
 def test_solver_choices_are_the_registered_models():
@@ -75,7 +88,7 @@ def test_properties_map_to_validated_solver_parameters():
     convert = pkg.cloth_addon.convert
     obj = cloth(n=3)
     s = obj.cloth_solver
-    assert convert.material_from_props(s) == pkg.solver.params.MaterialParams()
+    assert convert.material_from_props(s) == pkg.solver.load_preset("cotton")
     s.solver, s.use_custom_substeps, s.substeps, s.self_collision = "MASS_SPRING", True, 7, True
     settings = convert.solver_settings_from_props(s)
     assert (settings.model, settings.substeps, settings.self_collision) == ("mass_spring", 7, True)
@@ -116,6 +129,7 @@ class CheckingLayout:
     def menu(self, menu_id, **kw):
         assert hasattr(bpy.types, menu_id), menu_id
         self.log.append(("menu", menu_id))
+        self.log.append(("menu_text", kw.get("text", "")))
 
     def label(self, text="", **kw):
         self.log.append(("label", text))
@@ -159,15 +173,18 @@ def test_every_panel_draws(role, solver):
     log = _draw_all(bpy.context)
     drawn = {name for kind, name in log if kind == "prop"}
     if role == "CLOTH":
-        assert {"solver", "area_density", "stretch_stiffness", "bend_stiffness",
+        assert {"solver", "area_density_display", "stretch_stiffness_display",
+                "use_stretch_stiffness_weft", "stretch_stiffness_weft_display",
+                "bend_stiffness_display", "use_max_strain", "max_strain_display",
                 "self_collision", "frame_start", "frame_end"} <= drawn
         assert ("prop_search", "pin_group") in log
         assert ("operator", "cloth_solver.bake") in log
         assert ("operator", "cloth_solver.free_bake") in log
         assert ("menu", "CLOTH_SOLVER_MT_presets") in log
         props = addon().cloth_addon.properties
-        for name in props.MATERIAL_SPECS:  # every material field
-            assert props.prop_name(name) in drawn, name
+        for name in props.MATERIAL_SPECS:  # every material field, in its display unit
+            assert props.display_prop_name(name) in drawn, name
+            assert props.prop_name(name) not in drawn, name  # never the raw SI number
     elif role == "COLLIDER":
         assert {"thickness", "friction"} <= drawn
     else:
@@ -182,3 +199,4 @@ def test_panels_show_the_last_bake():
     assert any("Baked frames 1-3" in t for t in labels)
     assert any("max strain" in t for t in labels)
     assert any(t.startswith("Penetrations") for t in labels)
+    assert any(t.startswith("Intersections") for t in labels)
