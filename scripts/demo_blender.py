@@ -1,8 +1,9 @@
 """The main job: build a demo scene in real Blender (the bpy wheel, no display), bake it with
 this project's solver through the add-on, render it with Cycles on the CPU and save it.
 
-Scene: a cotton flag pinned at its two top corners, blown by gusty wind; a denim sheet falling
-over a sphere onto the floor (both are colliders). Writes into ``--out`` (default ``out/``):
+Scene: a cotton flag held along its hoist edge on a pole, flying in a gusty 5 m/s wind (gusts
+travel with the wind, so they ripple across it); a denim sheet falling over a sphere onto the
+floor (both are colliders). Writes into ``--out`` (default ``out/``):
 ``demo.blend``, ``frames/frame_####.png``, ``demo.gif`` and ``demo.json`` (timings).
 """
 
@@ -28,8 +29,8 @@ def build_scene(bpy, np):
     scene.frame_start, scene.frame_end = FRAMES
     scene.render.fps = 24
     scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = FRAMES
-    scene.cloth_solver.wind_velocity = (0.0, 2.5, 0.0)
-    scene.cloth_solver.wind_turbulence = 1.0
+    scene.cloth_solver.wind_velocity = (5.0, 0.0, 0.0)  # along the flag, from hoist to fly
+    scene.cloth_solver.wind_turbulence = 1.5
     scene.cloth_solver.wind_scale = 0.5
 
     def material(name, rgb, roughness=0.6):
@@ -69,15 +70,21 @@ def build_scene(bpy, np):
     sphere.cloth_solver.role = "COLLIDER"
     sphere.cloth_solver.thickness = 0.01
 
-    # Flag: hangs in the XZ plane from its two top corners; the wind blows along +Y.
+    # Flag: starts flat in the XZ plane, held along its hoist edge (x = -1.5 m, the pole) and
+    # flying along +X with the wind; the gusts push on its faces and ripple it.
     nx, nz = 25, 19
     flag = grid("Flag", (nx, nz), (1.2, 0.9), (-0.9, 0.0, 1.55), (math.pi / 2, 0.0, 0.0))
     flag.data.materials.append(material("Flag", (0.1, 0.3, 0.75)))
     group = flag.vertex_groups.new(name="Pins")
-    top = (nz - 1) * nx  # local +Y edge -> world top after the rotation
-    group.add([top, top + nx - 1], 1.0, "REPLACE")
+    hoist = [j * nx for j in range(nz)]  # the local -X column -> world x = -1.5 m, vertical
+    group.add(hoist, 1.0, "REPLACE")
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.018, depth=2.15, location=(-1.52, 0.0, 1.075))
+    pole = bpy.context.object  # for the eye only: role None, not a collider
+    pole.name = "Pole"
+    pole.data.materials.append(material("Pole", (0.75, 0.75, 0.72), 0.3))
     s = flag.cloth_solver
     s.role, s.pin_group = "CLOTH", "Pins"
+    s.self_collision = True  # a flapping flag folds onto itself
     bpy.context.view_layer.objects.active = flag
     bpy.ops.cloth_solver.preset_apply(name="cotton")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The solver alone, without Blender: simulate examples/demo.toml (cotton pinned at two corners,
+# The solver alone, without Blender: simulate examples/demo.toml (a cotton flag on its hoist edge,
 # in wind) and write out/demo.npz (positions per frame) and out/demo-cli.json (per-frame report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
