@@ -85,10 +85,9 @@ def add_drag_blocks(blocks, slots, s, normal, tau):
     as external_kernel's isotropic fallback): with s = −b·c, b times the drag's
     ∂f/∂v = −c·[n nᵀ + τ·(I − n nᵀ)], a symmetric 3×3 block on the diagonal.
 
-    The normal's dependence on the positions (∂n/∂x) is left out of the Jacobian: it is a
-    rotation of the drag by the cloth's turning, small beside the elastic stiffness, and the
-    Newton line search on the incremental potential does not need it (the flag and falling
-    sheet converge without it).
+    The normal's dependence on the positions (∂n/∂x) is left out of the Jacobian: it turns the
+    drag with the cloth, is small beside the elastic stiffness and not symmetric; the implicit
+    steps of tests/test_air.py (falling sheets, a flapping flag) are stable without it.
     """
     for i in range(len(slots)):
         p = slots[i]
