@@ -5,18 +5,15 @@ docs/design-notes.md, "Air"; ``python tests/test_air.py`` prints them.
 """
 
 import dataclasses
-import sys
 import time
 
 import numpy as np
 import pytest
+from scenarios import SOFT
 
 from solver import (ClothSetup, PolyMesh, SimulationSpec, SolverSettings, Wind, grid_mesh,
                     load_preset, simulate)
 from solver.forces.external import wind_field
-
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from scenarios import SOFT  # noqa: E402
 
 G = 9.81
 MODELS = ("implicit", "mass_spring")
@@ -58,7 +55,7 @@ def flag(model: str, seconds: float = 4.0) -> tuple[np.ndarray, int]:
     hoist = np.arange(nz) * nx
     spec = SimulationSpec(ClothSetup(PolyMesh(pos, g.face_indices, g.face_offsets),
                                      load_preset("cotton"), hoist),
-                          SolverSettings(model=model), frames=int(round(24 * seconds)),
+                          SolverSettings(model=model), frames=round(24 * seconds),
                           wind=FLAG_WIND)
     r = simulate(spec)
     assert r.error is None
@@ -120,7 +117,9 @@ def test_gusts_are_seeded_have_the_asked_rms_and_travel_with_the_wind():
     # it varies across a cloth: points half a gust apart are barely correlated
     near = wind_field(w, x + np.array([0.0, 0.0, 0.02]), 0.3) - w.velocity
     far = wind_field(w, x + np.array([0.0, 0.0, 0.5]), 0.3) - w.velocity
-    corr = lambda b: (gust * b).sum() / np.sqrt((gust ** 2).sum() * (b ** 2).sum())  # noqa: E731
+    def corr(b):
+        return (gust * b).sum() / np.sqrt((gust ** 2).sum() * (b ** 2).sum())
+
     assert corr(near) > 0.95
     assert abs(corr(far)) < 0.5
     # incompressible: every mode's direction is normal to its wavevector (zero divergence)
