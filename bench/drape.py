@@ -213,7 +213,8 @@ class RestCriterion:
 
 def run_drape(material, edge: float, seed: int = 0, fps: float = 24.0,
               rest: RestCriterion | None = None, verbose: bool = False) -> dict:
-    """Drop one specimen and measure it; returns a dict of figures plus positions/triangles."""
+    """Drop one specimen and measure it; returns a dict of figures plus positions/triangles.
+    ``wall_s`` includes the per-frame DC measurements of the rest check."""
     from solver import ClothSetup, PolyMesh, SimulationSpec, SolverSettings
     from solver.simulation import Simulation
     rest = rest or RestCriterion()
@@ -241,10 +242,9 @@ def run_drape(material, edge: float, seed: int = 0, fps: float = 24.0,
         if rep is None:
             break
         t = rep.frame / fps
-        dc = None
-        if rep.frame % 3 == 0 or t >= rest.min_s:
-            dc = drape_coefficient(sim.solver.x, tris, pos) if t >= rest.min_s - rest.hold_s \
-                else None
+        # DC is measured every frame of the last hold_s before min_s and after it
+        dc = (drape_coefficient(sim.solver.x, tris, pos) if t >= rest.min_s - rest.hold_s - 1e-9
+              else None)
         history.append((t, rep.kinetic_energy_j, dc))
         if verbose and rep.frame % 12 == 0:
             print(f"  t={t:4.2f}s KE={rep.kinetic_energy_j:.3e} J dc={dc}", flush=True)
@@ -263,7 +263,8 @@ def run_drape(material, edge: float, seed: int = 0, fps: float = 24.0,
     e = np.unique(np.sort(e, axis=1), axis=0)
     mean_edge = float(np.linalg.norm(pos[e[:, 0]] - pos[e[:, 1]], axis=1).mean())
     return {
-        "edge_m": edge, "mean_edge_m": mean_edge, "vertices": int(len(pos)), "triangles": int(len(tris)),
+        "edge_m": edge, "mean_edge_m": mean_edge, "vertices": int(len(pos)),
+        "triangles": int(len(tris)),
         "pinned": int(len(pinned)), "dc_percent": dc, "folds": n_folds,
         "fold_angles_deg": [round(float(a), 1) for a in fold_angles],
         "rested": rested, "settled_time_s": history[-1][0] if history else 0.0,
