@@ -236,7 +236,7 @@ class SolverSettings:
     cg_max_iterations: int = _spec(
         500, "", "implicit: iteration cap of the conjugate gradient", 1, 100000, integer=True)
     recycled_corrections: int = _spec(
-        8, "", "implicit: the last Newton corrections that deflate the next conjugate gradient "
+        4, "", "implicit: the last Newton corrections that deflate the next conjugate gradient "
         "solves (0 = none; see linalg/deflation.py)", 0, 64, integer=True)
     newton_iterations: int = _spec(
         2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "

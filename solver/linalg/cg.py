@@ -133,7 +133,7 @@ def filtered_residual(filt, b, ax, out):
 
 
 def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
-         product_dtype=np.float64):
+         product_dtype=np.float64, deflation=None):
     """Filtered PCG for A·x = b with x's constrained part fixed to z (Baraff & Witkin's MPCG).
 
     Args:
@@ -156,6 +156,10 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
             solution then solves the rounded matrix: its error floor is about cond(A)·6e-8,
             which Newton's float64 residual corrects in its next iteration
             (docs/design-notes.md, "float32 PCG products").
+        deflation: a ``deflation.Deflation`` for this matrix and filter, or None: the solve
+            then starts with the Galerkin correction on its space W and keeps every search
+            direction A-orthogonal to W (deflated PCG [Saad2000]); the tolerance still refers
+            to the residual of the initial guess.
 
     Returns:
         (iterations, relative residual reached).
@@ -169,13 +173,20 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
     rr0 = weighted_norm2(weights, r)
     if rr0 <= 0.0:
         return 0, 0.0
+    rr = rr0
+    if deflation is not None:
+        deflation.galerkin(r, x)
+        rr = weighted_norm2(weights, r)
+        if rr <= tol * tol * rr0:
+            return 0, float(np.sqrt(max(rr, 0.0) / rr0))
     s = np.empty_like(b)
     c = np.empty_like(b)
     q = np.empty_like(b)
     w = np.ascontiguousarray(weights, dtype=np.float64)
     precond.apply(r, tmp)
     delta = filter_and_dot(filt, tmp, r, c)  # c = S·P·r
-    rr = rr0
+    if deflation is not None:
+        deflation.project(c, c)
     it = 0
     # One kernel per line of the textbook loop, each fusing a filter with its reduction:
     # a PCG iteration is five calls (product, preconditioner and three vector kernels).
@@ -193,4 +204,6 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
         delta_old = delta
         delta = filter_and_dot(filt, tmp, r, s)  # s = S·P·r
         filtered_xpby(filt, s, delta / delta_old, c)
+        if deflation is not None:
+            deflation.project(s, c)
     return it, float(np.sqrt(max(rr, 0.0) / rr0))

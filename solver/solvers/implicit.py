@@ -20,6 +20,7 @@ import numpy as np
 from ..forces.bending import bending_terms
 from ..forces.membrane import membrane_terms
 from ..linalg.cg import dot3, mpcg
+from ..linalg.deflation import RecycledSpace
 from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.preconditioner import BlockJacobi, LaggedFactor
 from ..linalg.sparse import add_scaled_identity, copy_blocks
@@ -87,6 +88,7 @@ class ImplicitSolver(ClothSolver):
         lengths = model.edge_rest_length[model.edge_rest_length > 0]
         self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
         self.contacts = ContactSolves(state=("x", "v"))
+        self.recycled = RecycledSpace(settings.recycled_corrections)
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -105,8 +107,10 @@ class ImplicitSolver(ClothSolver):
         before = pc.factorizations
         pc.refresh(self._factor_input, key, x, self.filt)
         guess = self.dv.copy()
-        args = (self.system.asm, self.A, self.rhs, self.filt, self.z, pc, self._weights,
-                st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype)
+        blocks = self.A.astype(self._product_dtype, copy=False)
+        deflation = self.recycled.deflation(self.system.asm, blocks, self.filt)
+        args = (self.system.asm, blocks, self.rhs, self.filt, self.z, pc, self._weights,
+                st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype, deflation)
         it, res = mpcg(*args)
         if res > st.cg_tolerance and pc.factorizations == before:
             pc.stale = True  # a stale factor failed to converge: refactor and solve again
@@ -115,6 +119,7 @@ class ImplicitSolver(ClothSolver):
             more, res = mpcg(*args)
             it += more
         pc.report_iterations(it)
+        self.recycled.remember(self.dv - guess)
         self.last_residual = res
         return it
 
