@@ -162,7 +162,8 @@ class MaterialParams:
         1.0e-7, "N·m·s", "viscous moment per unit width per unit curvature rate", 0.0, 10.0,
         display=Display("nN·m·s", 1e9, "Bending", 1, soft_max=1.0e4))
     air_drag: float = _spec(
-        0.1, "kg/(m²·s)", "force per area per relative air speed: f = -air_drag·area·(v - wind)",
+        0.1, "kg/(m²·s)", "pressure drag per area per relative air speed across the cloth (f = -air_drag·area·u·n "
+        "along the normal n, u = v - wind; 3% of it along the faces)",
         0.0, 1.0e4, display=Display("kg/m²/s", 1.0, "Air Drag", 2, soft_max=10.0))
     max_strain: float | None = _spec(
         None, "1", "largest allowed edge strain (e.g. 0.05 = 5%); None = no limit",
