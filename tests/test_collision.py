@@ -170,7 +170,7 @@ def test_cloth_ending_too_close_to_a_collider_face_is_pushed_along_its_normal():
 
 
 def test_demo_drape_over_a_uv_sphere_above_a_floor_quad_keeps_the_strain_limit():
-    # The demo's denim sheet (scripts/demo_blender.py): 31 x 31, 1.3 m, dropped in the demo's
+    # The demo's denim sheet (scripts/demo_blender.py): 31 x 31, 1.3 m, dropped in a
     # gusty wind over a 32 x 16 UV-sphere mesh collider (r = 0.45 m, 1 cm thick) standing on
     # an 8 m floor of two triangles, with self-collision, through the first 14 frames
     # (landing, and the sides sliding down over the facets). Cloth sliding over the facets
