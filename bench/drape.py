@@ -19,7 +19,7 @@ The harness:
 - lifts the free ring by a small seeded random field of angular modes 2-9 (at most 1 mm) so that
   folds can choose where to form;
 - drops it from flat with ``SolverSettings(model="implicit")`` and the preset's material, frame
-  by frame (24 fps), until it rests (see ``RestCriterion``), at most ``max_seconds``;
+  by frame (24 fps), until it rests (see ``RestCriterion``), at most ``RestCriterion.max_s``;
 - rasterises the union of the projected triangles and the disc on a 1 mm grid (``shadow_area``)
   and counts the folds: the nodes, i.e. the local maxima of the shadow's radial extent versus
   angle with a prominence of at least ``FOLD_PROMINENCE_M`` (``count_folds``).
