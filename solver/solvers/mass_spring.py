@@ -6,6 +6,14 @@ springs (they resist bending only at second order in the angle, so they cannot h
 stiffness; kept for comparison with [Provot1995] and [Vo2006]). Integrators: symplectic Euler
 (Vo's "explicit Euler", [Vo06-E2]), velocity Verlet and classical RK4 ([Hairer2006]; keys in
 docs/references.md).
+
+The step is the largest the integrator keeps stable. Damping rates grow as 1/edge² and
+stiffness rates only as 1/edge, so on fine meshes damping would set it: then (when it would
+more than halve the step) the step becomes implicit–explicit Euler whatever the integrator:
+v* = v + h·M⁻¹·f(x, 0) with the undamped forces, then the damping f = D·v implicitly,
+(M − h·D)·v⁺ = M·v*, then x⁺ = x + h·v⁺. Stable for h·ω < 2 whatever the damping (damping
+after the position update would halve that), so the step is chosen by stiffness alone; a
+higher-order integrator gains nothing while damping dominates the motion.
 """
 
 from __future__ import annotations
@@ -16,6 +24,9 @@ import numpy as np
 
 from ..forces.bending import bending_terms
 from ..forces.springs import spring_terms
+from ..linalg.cg import mpcg
+from ..linalg.preconditioner import BlockJacobi
+from ..linalg.sparse import add_scaled_identity
 from ..model import ClothModel
 from ..params import SolverSettings
 from ..system import ForceSystem
@@ -95,6 +106,12 @@ def stable_step(omega2: float, gamma: float, integrator: str) -> float:
     return (-gamma + math.sqrt(gamma * gamma + 4.0 * omega2)) / omega2
 
 
+# Damping is split off and integrated implicitly when it would make the stable step shorter
+# than this fraction of the undamped one.
+DAMPING_SPLIT = 0.5
+DAMPING_CG_TOLERANCE = 1e-6  # relative residual of the damping solve (its matrix is M − h·D)
+
+
 class MassSpringSolver(ClothSolver):
     """Explicit mass-spring cloth (see module docstring)."""
 
@@ -107,13 +124,19 @@ class MassSpringSolver(ClothSolver):
                                   springs=spring_terms(model, flexion=flexion), psd=False)
         self._accel = None  # cached acceleration for velocity Verlet
         self.last_stable_step = math.inf
+        self.split_damping = False  # set per frame by substeps_for
+        self._damping_solver = None  # (filter, preconditioner), built on first use
 
     def substeps_for(self, frame_dt: float, soft0: np.ndarray) -> int:
         """Substeps per frame: the user's count, raised if needed to stay stable."""
         s = self.system
         K, D = s.jacobians(self.x, self.v, self.gravity, np.zeros_like(self.x), soft0)
         omega2, gamma = largest_rates(K, D, s.asm, self.inv_mass)
-        self.last_stable_step = stable_step(omega2, gamma, self.settings.integrator)
+        integrator = self.settings.integrator
+        damped, undamped = stable_step(omega2, gamma, integrator), stable_step(omega2, 0.0,
+                                                                               integrator)
+        self.split_damping = damped < DAMPING_SPLIT * undamped
+        self.last_stable_step = undamped if self.split_damping else damped
         needed = math.ceil(frame_dt / (self.settings.stability_safety * self.last_stable_step))
         if needed > self.settings.max_substeps:
             raise StepLimitError(
@@ -124,8 +147,43 @@ class MassSpringSolver(ClothSolver):
         return max(1, needed, self.settings.substeps or 1)
 
     def _accel_at(self, x, v, wind, soft):
+        if self.split_damping:  # the forces at rest velocity; damping follows in _damp
+            v = self._zero_v
         self.system.evaluate(x, v, self.gravity, wind, soft)
         return self.system.force * self.inv_mass[:, None]
+
+    def _imex_euler(self, h, wind, soft) -> int:
+        """One implicit–explicit Euler step (see the module docstring); returns the damping
+        solve's CG iterations."""
+        self.v += h * self._accel_at(self.x, self.v, wind, soft)
+        iterations = self._damp(h, wind, soft)
+        self.x += h * self.v
+        return iterations
+
+    def _damp(self, h, wind, soft) -> int:
+        """The split-off damping over a step h: v ← (M − h·D)⁻¹·M·v at the current positions
+        (backward Euler on the linear damping forces f = D·v, stable for any h), fixed
+        vertices left as they are. Returns the CG iterations."""
+        s, m = self.system, self.model
+        if self._damping_solver is None:
+            filt = np.repeat(np.eye(3)[None], m.vertex_count, axis=0)
+            filt[self.fixed] = 0.0
+            self._damping_solver = (filt, BlockJacobi(s.asm, self.fixed))
+            mass = m.mass.copy()
+            mass[self.fixed[m.mass[self.fixed] == 0]] = 1.0  # keep their blocks invertible
+            self._solve_mass = mass
+        filt, pc = self._damping_solver
+        s.evaluate(self.x, self.v, self.gravity, wind, soft, jac=(0.0, -h))  # J = −h·D
+        A = s.J.astype(np.float64)
+        add_scaled_identity(A, s.asm.diag, self._solve_mass)
+        pc.refresh(A, None, self.x)
+        rhs = m.mass[:, None] * self.v
+        z = self.v.copy()  # fixed vertices keep their velocity
+        v = self.v.copy()
+        it, _ = mpcg(s.asm, A, rhs, filt, z, pc, np.ones(m.vertex_count), DAMPING_CG_TOLERANCE,
+                     self.settings.cg_max_iterations, v)
+        self.v = v
+        return it
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
@@ -135,10 +193,15 @@ class MassSpringSolver(ClothSolver):
         passes = 0
         step = {"symplectic_euler": self._symplectic_euler, "velocity_verlet": self._verlet,
                 "rk4": self._rk4}[self.settings.integrator]
+        self._zero_v = np.zeros_like(self.v)
         for k in range(n):
             _, soft = targets.at((k + 1) / n)
             x_start = self.x.copy()
-            step(h, wind, soft)
+            if self.split_damping:
+                passes += self._imex_euler(h, wind, soft)
+                self._accel = None  # Verlet's cached acceleration is of another step
+            else:
+                step(h, wind, soft)
             hard, _ = targets.at((k + 1) / n)
             self._pin(hard, pin_vel)
             limited = self._limit_strain(h)
