@@ -152,9 +152,6 @@ class RecycledSpace:
         self._history.append(np.array(dv, dtype=np.float64))
         del self._history[:-self.size]
 
-    def clear(self) -> None:
-        self._history.clear()
-
     def deflation(self, asm, blocks, filt) -> Deflation | None:
         """W from the remembered corrections, filtered by ``filt`` and orthonormalised
         (directions with less than 1e-6 of the largest Gram eigenvalue dropped), with
