@@ -15,8 +15,7 @@ import dataclasses
 
 import numpy as np
 
-from ..solver import MaterialParams, SolverSettings, Wind
-from ..solver.params import Display, field_displays, field_specs
+from ..solver import Display, MaterialParams, SolverSettings, Wind, field_displays, field_specs
 
 MATERIAL_SPECS = field_specs(MaterialParams)
 MATERIAL_DISPLAYS: dict[str, Display] = field_displays(MaterialParams)
