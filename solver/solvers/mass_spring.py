@@ -25,7 +25,7 @@ import numpy as np
 from ..forces.bending import bending_terms
 from ..forces.springs import spring_terms
 from ..linalg.cg import mpcg
-from ..linalg.preconditioner import BlockJacobi
+from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.sparse import add_scaled_identity
 from ..model import ClothModel
 from ..params import SolverSettings
@@ -169,7 +169,7 @@ class MassSpringSolver(ClothSolver):
         if self._damping_solver is None:
             filt = np.repeat(np.eye(3)[None], m.vertex_count, axis=0)
             filt[self.fixed] = 0.0
-            self._damping_solver = (filt, BlockJacobi(s.asm, self.fixed))
+            self._damping_solver = (filt, IncompleteCholesky(s.asm, self.fixed))
             mass = m.mass.copy()
             mass[self.fixed[m.mass[self.fixed] == 0]] = 1.0  # keep their blocks invertible
             self._solve_mass = mass
@@ -177,7 +177,7 @@ class MassSpringSolver(ClothSolver):
         s.evaluate(self.x, self.v, self.gravity, wind, soft, jac=(0.0, -h))  # J = −h·D
         A = s.J.astype(np.float64)
         add_scaled_identity(A, s.asm.diag, self._solve_mass)
-        pc.refresh(A, None, self.x)
+        pc.refresh(A, None, self.x, filt)
         rhs = m.mass[:, None] * self.v
         z = self.v.copy()  # fixed vertices keep their velocity
         v = self.v.copy()
