@@ -29,11 +29,11 @@ import numpy as np
 
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh, Simulation,
                       SimulationSpec, SolverSettings, Wind)
-from . import bake_status, blender_physics, shape_keys, units
+from . import bake_status, blender_physics, modifier_stack, shape_keys, units
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)
 from .errors import BakeError
-from .mesh_io import EvaluatedMesh, check_vertex_count, to_local, vertex_group_weights
+from .mesh_io import EvaluatedMesh, to_local, vertex_group_weights
 
 
 @dataclass
@@ -257,9 +257,14 @@ class BakeJob:
                 warning = blender_physics.cloth_modifier_warning(obj)
                 if warning:
                     self.warnings.append(warning)
-            with blender_physics.cloth_modifiers_off(cloths):
+                note = modifier_stack.note(obj)
+                if note:
+                    self.notes.append(note)
+            # the cloth is read above its first refining modifier (modifier_stack.py)
+            with blender_physics.cloth_modifiers_off(cloths), \
+                    modifier_stack.on_top_off(cloths) as stacks:
                 try:
-                    self._read_frames(context, cloths, colliders, fields, r)
+                    self._read_frames(context, cloths, colliders, fields, r, stacks)
                 finally:
                     scene.frame_set(frame_before)
         inputs = []
@@ -285,8 +290,9 @@ class BakeJob:
                                    positions=pos if moving else None))
         return inputs, tuple(result), r.field_winds
 
-    def _read_frames(self, context, cloths, colliders, fields, r: "_Reading"):
-        """Read every frame of the range into ``r`` (see _read_scene); world positions in m."""
+    def _read_frames(self, context, cloths, colliders, fields, r: _Reading, stacks: dict):
+        """Read every frame of the range into ``r`` (see _read_scene); world positions in m.
+        ``stacks``: each cloth's modifier_stack.Stack."""
         scene, n, metres = self.scene, self.frames + 1, self.metres
         pins, positions0, pin_targets, matrices, offsets = (
             r.pins, r.positions0, r.pin_targets, r.matrices, r.offsets)
@@ -296,7 +302,8 @@ class BakeJob:
             depsgraph = context.evaluated_depsgraph_get()
             for obj in cloths:
                 ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres)
-                check_vertex_count(obj, len(ev.positions))
+                modifier_stack.check_vertex_count(obj, len(ev.positions), stacks[obj.name],
+                                                  context, self.frame_start + i)
                 idx, _ = pins[obj.name]
                 if i == 0:
                     positions0[obj.name] = ev.mesh

@@ -106,17 +106,6 @@ class EvaluatedMesh:
             self.mesh = PolyMesh(self.positions, faces[0], faces[1])
 
 
-def check_vertex_count(obj, count: int) -> None:
-    """Raise BakeError if the evaluated mesh's vertex count differs from the object's mesh."""
-    own = len(obj.data.vertices)
-    if count != own:
-        mods = [m.name for m in obj.modifiers if m.show_viewport or m.show_render]
-        which = f" (enabled modifiers: {', '.join(mods)})" if mods else ""
-        raise BakeError(f"'{obj.name}': the modifiers change the vertex count from {own} to "
-                        f"{count}{which}; the bake writes one shape key position per vertex. "
-                        "Disable or apply the modifier that adds or removes vertices")
-
-
 def vertex_group_weights(obj, group_name: str) -> np.ndarray:
     """Weights (V,) of vertex group ``group_name`` on the object's own mesh (0 outside it)."""
     group = obj.vertex_groups.get(group_name)

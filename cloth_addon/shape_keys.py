@@ -3,9 +3,10 @@ hide a previous bake while the scene is read for a new one.
 
 A bake adds to a cloth object exactly: one key block per frame named ``cloth_0001``... (the
 frame number), one F-curve per key block, the Basis key if the mesh had none, an Action if the
-shape keys had none, and it switches off the object's enabled modifiers (their effect is already
-inside the keys). The object's ``cloth_solver`` bake record lists all of it, so Free Bake removes
-exactly that and restores the modifiers.
+shape keys had none, and it switches off the object's enabled modifiers above the cloth (their
+effect is already inside the keys; the refining ones below stay on: modifier_stack.py). The
+object's ``cloth_solver`` bake record lists all of it, so Free Bake removes exactly that and
+restores the modifiers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from . import modifier_stack
 from .errors import BakeError
 from .mesh_io import key_block_positions, set_key_block_positions, vertex_group_weights
 
@@ -299,11 +301,11 @@ def restore_bake(obj, saved: SavedBake | None) -> None:
 
 
 def mute_modifiers(obj) -> None:
-    """Switch off the enabled modifiers of a baked cloth (the keys already hold their effect) and
-    record their previous state for Free Bake."""
+    """Switch off the enabled modifiers above the cloth of a baked cloth (the keys already hold
+    their effect; those on top of the bake stay: modifier_stack.py) and record their previous
+    state for Free Bake."""
     record = []
-    for mod in obj.modifiers:
-        if mod.show_viewport or mod.show_render:
-            record.append([mod.name, mod.show_viewport, mod.show_render])
-            mod.show_viewport = mod.show_render = False
+    for mod in modifier_stack.muted_by_bake(obj):
+        record.append([mod.name, mod.show_viewport, mod.show_render])
+        mod.show_viewport = mod.show_render = False
     obj.cloth_solver.bake_muted_modifiers = json.dumps(record) if record else ""
