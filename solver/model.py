@@ -8,13 +8,15 @@ resolution and several pieces of different materials form one model of plain arr
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .forces.bending import hinge_coefficients
 from .forces.membrane import triangle_coefficients
+from .forces.seams import seam_coefficients
 from .forces.springs import diagonal_spring_coefficients, edge_spring_coefficients
 from .geometry import (angles_and_grams, averaged_hinges, membrane_corners, triangle_frames,
                        warp_directions)
@@ -43,6 +45,9 @@ class ClothModel:
         hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry) and
             hinge_rest_angle [rad], (H,).
         piece_offsets: (n + 1,) vertices of piece i are piece_offsets[i]:piece_offsets[i + 1].
+        seams: (S, 2) sewn vertex pairs (forces/seams.py), within a piece or across pieces; no
+            stretch, bend or membrane term uses them, and contact between the cloth's features
+            treats the two vertices of a pair as one (collision/pipeline.py).
     Pins:
         pin_indices: (P,) pinned vertices; pin_weights (P,) in (0, 1].
         hard_pins: vertices held exactly (weight 1), (Ph,).
@@ -55,6 +60,8 @@ class ClothModel:
         hinge_stiffness [N·m], hinge_damping [N·m·s]: (H,).
         edge_stiffness [N/m], edge_damping [N·s/m]: (E,) structural springs on the edges.
         diagonal_stiffness [N/m], diagonal_damping [N·s/m]: (D,) shear springs.
+        seam_pull [N], seam_reach [m], seam_damping [N·s/m]: (S,) each seam pair's force, the
+            gap within which it holds, and its damping (forces/seams.py).
         materials: each piece's SI material, for what is not per element (the strain limit,
             the collision thickness, flexion springs).
     """
@@ -88,6 +95,10 @@ class ClothModel:
     diagonal_stiffness: np.ndarray
     diagonal_damping: np.ndarray
     materials: tuple[MaterialParams, ...]
+    seams: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+    seam_pull: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    seam_reach: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    seam_damping: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def vertex_count(self) -> int:
@@ -121,16 +132,62 @@ class ClothModel:
         return np.searchsorted(self.piece_offsets, vertices, side="right") - 1
 
 
-def build_model(cloth: ClothSetup | Sequence[ClothSetup]) -> ClothModel:
+def build_model(cloth: ClothSetup | Sequence[ClothSetup], seams=None) -> ClothModel:
     """Rest-state data of a cloth, or of several cloths simulated together (see ClothModel).
 
-    Pieces are concatenated in order: piece i's vertices follow piece i − 1's.
+    Pieces are concatenated in order: piece i's vertices follow piece i − 1's. ``seams``
+    (S, 2): vertex pairs sewn across pieces, in that combined numbering (each piece's own
+    ``ClothSetup.seams`` are in its own numbering).
     """
     setups = [cloth] if isinstance(cloth, ClothSetup) else list(cloth)
     if not setups:
         raise MeshError("no cloth to simulate")
     pieces = [_build_piece(s) for s in setups]
-    return pieces[0] if len(pieces) == 1 else _concatenate(pieces)
+    model = pieces[0] if len(pieces) == 1 else _concatenate(pieces)
+    own = [_seam_pairs(f"piece {k} seams" if len(setups) > 1 else "seams", s.seams,
+                       p.vertex_count, p.mass) + model.piece_offsets[k]
+           for k, (s, p) in enumerate(zip(setups, pieces))]
+    if seams is not None:
+        own.append(_seam_pairs("seams", seams, model.vertex_count, model.mass))
+    return _with_seams(model, np.concatenate(own))
+
+
+def _seam_pairs(key: str, seams, vertex_count: int, mass: np.ndarray) -> np.ndarray:
+    """Validated seam pairs (S, 2) int64; MeshError names the first bad one."""
+    pairs = np.asarray(seams if seams is not None else np.zeros((0, 2)))
+    if pairs.size == 0:
+        return np.zeros((0, 2), np.int64)
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise MeshError(f"{key}: expected vertex index pairs, shape (S, 2), got {pairs.shape}")
+    if not np.issubdtype(pairs.dtype, np.integer):
+        raise MeshError(f"{key}: vertex indices must be integers, got {pairs.dtype}")
+    pairs = pairs.astype(np.int64)
+    bad = np.flatnonzero((pairs < 0).any(1) | (pairs >= vertex_count).any(1))
+    if len(bad):
+        raise MeshError(f"{key}[{bad[0]}]: vertex index out of range 0..{vertex_count - 1}, "
+                        f"got {pairs[bad[0]].tolist()}")
+    bad = np.flatnonzero(pairs[:, 0] == pairs[:, 1])
+    if len(bad):
+        raise MeshError(f"{key}[{bad[0]}]: joins vertex {pairs[bad[0], 0]} to itself")
+    bad = np.flatnonzero((mass[pairs] <= 0).any(1))
+    if len(bad):
+        v = pairs[bad[0]][mass[pairs[bad[0]]] <= 0][0]
+        raise MeshError(f"{key}[{bad[0]}]: vertex {v} belongs to no polygon; a seam joins "
+                        "vertices of the cloth's faces")
+    return pairs
+
+
+def _with_seams(model: ClothModel, pairs: np.ndarray) -> ClothModel:
+    """The model with its seams (duplicates merged) and their coefficients."""
+    seams, _ = unique_edges(pairs) if len(pairs) else (np.zeros((0, 2), np.int64), None)
+    piece = model.piece_of(np.arange(model.vertex_count))
+    force = np.array([m.seam_force for m in model.materials])[piece]
+    thickness = np.array([m.thickness for m in model.materials])[piece]
+    pull, reach, damping = seam_coefficients(seams, model.rest_positions, model.edges,
+                                             model.edge_rest_length, model.mass, force,
+                                             thickness)
+    return dataclasses.replace(model, seams=seams, seam_pull=pull, seam_reach=reach,
+                               seam_damping=damping)
 
 
 def _build_piece(setup: ClothSetup) -> ClothModel:
@@ -214,7 +271,7 @@ def _check_grain(setup: ClothSetup, corner_count: int) -> None:
 
 
 _VERTEX_INDEXED = ("triangles", "membrane_triangles", "edges", "diagonals", "hinges", "pin_indices", "hard_pins",
-                   "soft_pins")
+                   "soft_pins", "seams")
 
 
 def _concatenate(pieces: list[ClothModel]) -> ClothModel:

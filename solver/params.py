@@ -179,6 +179,11 @@ class MaterialParams:
     pin_stiffness: float = _spec(
         1.0e4, "N/m³", "goal-spring stiffness per unit vertex area for pin weights below 1",
         0.0, 1.0e12, display=Display("kN/m³", 1e-3, "Pin Stiffness", 1, soft_max=1.0e4))
+    seam_force: float = _spec(
+        10.0, "N/m", "force per metre of seam with which sewn vertices (Blender: loose edges) "
+        "are pulled together; once they meet, within the cloth thickness, it holds them",
+        0.0, 1.0e6, exclusive_min=True,
+        display=Display("N/m", 1.0, "Seam Force", 1, soft_max=1000.0))
 
     @property
     def weft_stiffness(self) -> float:
@@ -197,6 +202,22 @@ MODEL_NAMES = ("mass_spring", "implicit")
 INTEGRATOR_NAMES = ("symplectic_euler", "velocity_verlet", "rk4")
 BENDING_NAMES = ("angular", "flexion")
 PRECONDITIONER_NAMES = ("factor", "incomplete_cholesky", "jacobi")
+QUALITY_NAMES = ("final", "preview")
+
+# A quality is a named bundle of the implicit model's settings below. Each bundled field
+# defaults to None, "the quality's value"; a value set explicitly (a keyword, a scene-file key)
+# wins over the bundle. SolverSettings.resolved() fills them in. Final is the accuracy the
+# other defaults were measured for; Preview's values and their measurements:
+# docs/design-notes.md, "Preview quality".
+QUALITIES: dict[str, dict[str, Any]] = {
+    "final": {"newton_residual": 0.0},
+    "preview": {"newton_residual": 0.05},
+}
+QUALITY_DOCS = {
+    "final": "Full accuracy: Newton iterates each step until it converges (the default)",
+    "preview": "Faster: a second Newton iteration only where the first leaves a large "
+               "residual; the same strain limit and collisions",
+}
 
 
 @dataclass(frozen=True)
@@ -205,6 +226,11 @@ class SolverSettings:
 
     model: str = field(default="implicit", metadata={"choices": MODEL_NAMES,
                                                      "doc": "cloth model"})
+    quality: str = field(default="final", metadata={
+        "choices": QUALITY_NAMES,
+        "doc": "implicit: a bundle of the settings marked 'from the quality' (final: full "
+        "accuracy; preview: cheaper, same strain limit and contacts); an explicit value of "
+        "one of them wins; no effect on mass_spring"})
     substeps: int | None = _spec(
         None, "", "steps per frame; None = model default (implicit: 2; explicit: automatic "
         "stable step)",
@@ -242,6 +268,10 @@ class SolverSettings:
     newton_iterations: int = _spec(
         2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
         "linearisation)", 1, 100, integer=True)
+    newton_residual: float | None = _spec(
+        None, "", "implicit: after the first Newton iteration of a step, the next run only "
+        "while the residual is above this fraction of the step's starting residual (0 = "
+        "always, up to newton_iterations); None = from the quality", 0.0, 1.0, optional=True)
     newton_tolerance: float = _spec(
         1.0e-3, "", "implicit: Newton stops when its last position update is below this "
         "fraction of the shortest rest edge", 0.0, 1.0, exclusive_min=True)
@@ -257,6 +287,12 @@ class SolverSettings:
                      prefix: str = "solver") -> "SolverSettings":
         """Build from a dict, validating every key; unknown keys raise ParameterError."""
         return _from_mapping(cls, values, base, prefix)
+
+    def resolved(self) -> "SolverSettings":
+        """These settings with every field left to the quality (None) set to its value."""
+        bundle = QUALITIES[self.quality]
+        return dataclasses.replace(self, **{k: v for k, v in bundle.items()
+                                            if getattr(self, k) is None})
 
 
 def _from_mapping(cls, values, base, prefix):

@@ -54,6 +54,9 @@ class ClothSetup:
             U in each triangle, the weft along V, as a pattern's grain follows its UV layout.
         grain: warp direction [unit-free], shape (3,), projected into each triangle where there
             is no UV map (or its triangle is degenerate in UV); None = world X.
+        seams: vertex pairs sewn together, shape (S, 2), in this piece's numbering (Blender:
+            the mesh's loose edges): each pair is pulled together with the material's
+            ``seam_force`` and then held (forces/seams.py).
     """
 
     mesh: PolyMesh
@@ -63,6 +66,7 @@ class ClothSetup:
     pin_targets: np.ndarray | None = None
     uv: np.ndarray | None = None
     grain: np.ndarray | None = None
+    seams: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     def weights(self) -> np.ndarray:
         """Pin weights, shape (P,), defaulting to 1."""
@@ -118,6 +122,9 @@ class SimulationSpec:
         colliders: bodies the cloth collides with.
         wind_frames: optional air motion per frame (an animated wind): ``frames + 1`` Winds,
             entry f acting from frame f to f + 1; None = ``wind`` throughout.
+        seams: vertex pairs sewn across pieces (a sleeve to a bodice), shape (S, 2), in the
+            combined numbering of the pieces (piece i's vertices after piece i − 1's, as in
+            the results); each piece's own seams are in ``ClothSetup.seams``.
     """
 
     cloth: ClothSetup | tuple[ClothSetup, ...]
@@ -128,6 +135,7 @@ class SimulationSpec:
     wind: Wind = field(default_factory=Wind)
     colliders: tuple[Collider, ...] = ()
     wind_frames: tuple[Wind, ...] | None = None
+    seams: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     def __post_init__(self):
         if self.wind_frames is not None and len(self.wind_frames) < self.frames:

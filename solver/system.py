@@ -20,6 +20,7 @@ from .forces.bending import HingeTerms, bending_kernel
 from .forces.external import (TANGENTIAL_DRAG_RATIO, add_drag_blocks, external_kernel,
                               goal_spring_kernel, vertex_triangles)
 from .forces.membrane import MembraneTerms, membrane_kernel
+from .forces.seams import seam_kernel
 from .forces.springs import SpringTerms, spring_kernel
 from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
                             fill_scaled_identity, subtract_scaled_identity)
@@ -62,11 +63,16 @@ class ForceSystem:
             sets.append(model.hinges)
         if springs is not None:
             sets.append(springs.springs)
+        # every model sews: the seams are the model's, not a choice of element terms
+        self._has_seams = len(model.seams) > 0
+        if self._has_seams:
+            sets.append(model.seams)
         self.asm, groups = build_assembly(sets, model.vertex_count)
         it = iter(groups)
         self._g_membrane = next(it) if membrane is not None else None
         self._g_hinges = next(it) if hinges is not None else None
         self._g_springs = next(it) if springs is not None else None
+        self._g_seams = next(it) if self._has_seams else None
         V = model.vertex_count
         nnzb = len(self.asm.col)
         self.force = np.zeros((V, 3))
@@ -78,6 +84,7 @@ class ForceSystem:
                                         else 0)
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
+        self.energy_seams = np.zeros(len(model.seams))
         self._empty_blocks = np.zeros((0, 3, 3))
         self.J_factor = np.zeros_like(self.J) if factor_matrix else None
         # air drag acts through each vertex's normal (forces/external.py): the triangles around
@@ -121,6 +128,9 @@ class ForceSystem:
             spring_kernel(x, v, t.springs, t.rest_length, t.stiffness, t.damping, want, cK, cD,
                           self.psd, g.block_offset, g.run_start, g.run_order, g.color_ptr, slot,
                           self.energy_springs, f, J)
+        if self._has_seams:
+            seam_kernel(x, v, m.seams, m.seam_pull, m.seam_reach, m.seam_damping, want, cK, cD,
+                        self._g_seams.block_offset, slot, self.energy_seams, f, J)
         factor = want and self.J_factor is not None
         if factor and constant:
             subtract_scaled_identity(self.J_factor, J, hinge_part,
@@ -175,5 +185,5 @@ class ForceSystem:
     def elastic_energy(self) -> float:
         """Energy stored in the internal terms at the last evaluation [J]."""
         return float(self.energy_membrane.sum() + self.energy_hinges.sum()
-                     + self.energy_springs.sum())
+                     + self.energy_springs.sum() + self.energy_seams.sum())
 

@@ -5,7 +5,7 @@ from signs of orientation determinants (an edge of one triangle crosses the othe
 with a 2-D test for coplanar pairs, and "inside a closed mesh" from the parity of ray
 crossings. They count what a user would see as a failure:
 
-* self-intersections: pairs of cloth triangles without a shared vertex that intersect;
+* self-intersections: pairs of cloth triangles without a shared (or sewn) vertex that intersect;
 * collider crossings: pairs (cloth triangle, collider triangle) that intersect;
 * penetration depth: how far a cloth vertex is inside a sphere, behind a plane, or inside a
   closed collider mesh.
@@ -128,17 +128,20 @@ def triangles_intersect(a, b, c, d, e, f):
 
 
 @njit(parallel=True)
-def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, skip_shared):
+def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, weld):
     """Number of pairs (i, j) with triangle tris_a[i] (over points xa) intersecting
-    tris_b[j] (over xb); with skip_shared, pairs sharing a vertex are not counted."""
+    tris_b[j] (over xb). With weld (one entry per point: the point it stands for, e.g. a
+    seam's two vertices one of them), pairs sharing a vertex are not counted; weld empty:
+    every pair counts."""
     hits = np.zeros(pairs.shape[0], np.int64)
+    skip_shared = weld.shape[0] > 0
     for k in prange(pairs.shape[0]):
         i, j = pairs[k, 0], pairs[k, 1]
         if skip_shared:
             shared = False
             for r in range(3):
                 for s in range(3):
-                    if tris_a[i, r] == tris_b[j, s]:
+                    if weld[tris_a[i, r]] == weld[tris_b[j, s]]:
                         shared = True
             if shared:
                 continue

@@ -3,7 +3,8 @@
 All points live in one array: cloth vertices first, then the vertices of mesh colliders (their
 inverse mass is 0). For each candidate triangle pair the features the two triangles own (see
 features.py) are paired: vertex–face both ways and edge–edge, skipping features that share a
-vertex. Each test produces a contact record:
+vertex (or two sewn vertices: a seam's pair counts as one vertex, so contact never pushes a
+seam open). Each test produces a contact record:
 
     idx (4,) int: point indices, VERTEX_FACE (vertex, face corners) or EDGE_EDGE (edge, edge);
     rec (RECORD,) float: weights w (4) with Σ w·x = vector from the second primitive to the
@@ -255,8 +256,8 @@ def _keep(flags, i0, i1, i2, i3, h, c, out_i, out_f, n, cout_i, cout_f, m, base,
 
 @njit(parallel=True)
 def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group,
-             self_gap, self_mu, group_gap, group_mu, moved, point_box, tri_box, edge_box, cap,
-             out_i, out_f, counts, cout_i, cout_f, ccounts):
+             weld, self_gap, self_mu, group_gap, group_mu, moved, point_box, tri_box, edge_box,
+             cap, out_i, out_f, counts, cout_i, cout_f, ccounts):
     P = pairs.shape[0]
     per = (P + _CHUNKS - 1) // _CHUNKS
     for c in prange(_CHUNKS):
@@ -279,9 +280,13 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
                 f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
                 if mode == NEARBY and (group[f0] < 0 or group[tris[S, 0]] >= 0):
                     continue  # the prediction wants cloth vertices against collider faces
+                w0, w1, w2 = weld[f0], weld[f1], weld[f2]
                 for k in range(3):
                     v = own_v[S, k]
-                    if v < 0 or v == f0 or v == f1 or v == f2 \
+                    if v < 0:
+                        continue
+                    wv = weld[v]  # sewn vertices are one point: no contact between them
+                    if wv == w0 or wv == w1 or wv == w2 \
                             or _apart(point_box, v, tri_box, F, pad):
                         continue
                     flags = _test(mode, with_ccd, VERTEX_FACE, v, f0, f1, f2, x0, x1,
@@ -294,12 +299,14 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
                 if e < 0:
                     continue
                 p0, p1 = edges[e, 0], edges[e, 1]
+                a0, a1 = weld[p0], weld[p1]
                 for l in range(3):
                     f = own_e[B, l]
                     if f < 0:
                         continue
                     q0, q1 = edges[f, 0], edges[f, 1]
-                    if p0 == q0 or p0 == q1 or p1 == q0 or p1 == q1 \
+                    b0, b1 = weld[q0], weld[q1]
+                    if a0 == b0 or a0 == b1 or a1 == b0 or a1 == b1 \
                             or _apart(edge_box, e, edge_box, f, pad):
                         continue
                     flags = _test(mode, with_ccd, EDGE_EDGE, p0, p1, q0, q1, x0, x1,
@@ -377,12 +384,17 @@ class PairTester:
         group: per point, −1 for cloth, else the index of its mesh collider, (N,).
         self_gap, self_mu: contact distance [m] and friction between cloth layers.
         group_gap, group_mu: the same between the cloth and each mesh collider, (G,).
+        weld: per point, the one point it stands for in contact tests, (N,): features whose
+            points stand for the same point are not tested (sewn vertices, topology.welds);
+            None = every point for itself.
     """
 
     def __init__(self, tris, own_vertices, own_edges, edges, group, self_gap, self_mu,
-                 group_gap, group_mu):
+                 group_gap, group_mu, weld=None):
         self.tris, self.own_v, self.own_e, self.edges = tris, own_vertices, own_edges, edges
         self.group = group
+        self.weld = np.arange(len(group), dtype=np.int64) if weld is None \
+            else np.ascontiguousarray(weld, dtype=np.int64)
         self.self_gap, self.self_mu = float(self_gap), float(self_mu)
         self.group_gap = np.ascontiguousarray(group_gap, dtype=np.float64).reshape(-1)
         self.group_mu = np.ascontiguousarray(group_mu, dtype=np.float64).reshape(-1)
@@ -430,9 +442,9 @@ class PairTester:
             cout_i, cout_f = (np.empty((size, 4), np.int64), np.empty((size, RECORD))) \
                 if with_ccd else (out_i[:0], out_f[:0])
             _collect(mode, with_ccd, pairs, self.tris, self.own_v, self.own_e, self.edges, x0,
-                     x1, inv_mass, self.group, self.self_gap, self.self_mu, self.group_gap,
-                     self.group_mu, moved, *boxes, self._cap, out_i, out_f, counts, cout_i,
-                     cout_f, ccounts)
+                     x1, inv_mass, self.group, self.weld, self.self_gap, self.self_mu,
+                     self.group_gap, self.group_mu, moved, *boxes, self._cap, out_i, out_f,
+                     counts, cout_i, cout_f, ccounts)
             need = int(max(counts.max(), ccounts.max()))
             if need <= self._cap:
                 return (_compact(out_i, out_f, counts, self._cap),

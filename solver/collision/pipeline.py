@@ -24,6 +24,7 @@ import numpy as np
 
 from ..model import ClothModel
 from ..spec import Collider
+from ..topology import welds
 from .analytic import contact_records, predicted_contacts, sphere_face_records
 from .bvh import TriangleTree
 from .colliders import ColliderSet, ColliderState
@@ -111,8 +112,12 @@ class CollisionHandler:
         self.group = np.concatenate([np.full(V, -1, np.int64), c.mesh_group])
         self._mesh_count = int(self.group.max()) + 1
         self.mass = np.concatenate([model.mass, np.zeros(Vc)])
+        # a seam's two vertices are one point to the contact tests (topology.welds): contact
+        # between the faces around a seam would push it open against its own force
+        self.weld = np.concatenate([welds(model.seams, V), np.arange(V, V + Vc)])
         self.tester = PairTester(f.tris, f.own_vertices, f.own_edges, f.edges, self.group,
-                                 model.thickness, model.cloth_friction, c.mesh_gap, c.mesh_mu)
+                                 model.thickness, model.cloth_friction, c.mesh_gap, c.mesh_mu,
+                                 self.weld)
         self.cloth_tree = TriangleTree(model.triangles, model.rest_positions)
         rest = c.state(0).mesh_positions
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
@@ -377,14 +382,16 @@ class CollisionHandler:
         self.cloth_tree.refit(x, x, zero)
         tris = self.model.triangles
         pairs = self.cloth_tree.self_pairs()
-        selfx = count_intersecting_pairs(pairs, tris, tris, x, x, True) if len(pairs) else 0
+        selfx = count_intersecting_pairs(pairs, tris, tris, x, x, self.weld) if len(pairs) \
+            else 0
         crossings = 0
         if c.has_mesh:
             X = state.mesh_positions
             self.collider_tree.refit(X, X, np.zeros(len(c.mesh_tris)))
             pairs = self.cloth_tree.pairs_with(self.collider_tree)
             if len(pairs):
-                crossings = count_intersecting_pairs(pairs, tris, c.mesh_tris, x, X, False)
+                crossings = count_intersecting_pairs(pairs, tris, c.mesh_tris, x, X,
+                                                     np.zeros(0, np.int64))
             t = self.collider_tree
             if c.mesh_closed.any():
                 depth = max(depth, mesh_depth(x, X, c.mesh_tris, c.mesh_group[c.mesh_tris[:, 0]],

@@ -14,8 +14,11 @@ The format is a public contract (scripts and the benchmark depend on it)::
     pin_motion = "pins.npz"          # optional: "positions", shape (frames + 1, len(pin), 3) [m]
     thickness = 0.002                # optional shortcut for material.thickness [m]
     grain = [1.0, 0.0, 0.0]          # optional warp direction (default world X)
+    seams = [[0, 40], [1, 41]]       # optional vertex pairs sewn together (Blender: loose edges)
+    seam_force = 10.0                # optional shortcut for material.seam_force [N/m]
     [solver]                         # SolverSettings fields
     model = "implicit"
+    quality = "final"                # or "preview"; explicit settings below win over its bundle
     [wind]                           # Wind fields
     velocity = [2.0, 0.0, 0.0]
     [[collider]]                     # any number of colliders, each exactly one shape:
@@ -156,6 +159,8 @@ _CLOTH: dict[str, Check] = {
     "pin_motion": _text,
     "thickness": _number(field_specs(MaterialParams)["thickness"]),
     "grain": _numbers(3, FieldSpec("", "warp direction component", -1.0e6, 1.0e6)),
+    "seams": _of_type(list, noun="an array of vertex index pairs ([[i, j], ...])"),
+    "seam_force": _number(field_specs(MaterialParams)["seam_force"]),
 }
 
 _GRID: dict[str, Check] = {
@@ -273,6 +278,12 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
             raise SceneError("cloth.thickness", "also given as cloth.material.thickness; "
                                                 "give it once")
         material = dataclasses.replace(material, thickness=values["thickness"])
+    if "seam_force" in values:
+        if isinstance(values.get("material"), dict) and "seam_force" in values["material"]:
+            raise SceneError("cloth.seam_force", "also given as cloth.material.seam_force; "
+                                                 "give it once")
+        material = dataclasses.replace(material, seam_force=values["seam_force"])
+    seams = _seams("cloth.seams", values.get("seams", []), mesh)
 
     pins = _pins("cloth.pin", values.get("pin", []), mesh.vertex_count)
     weights = None
@@ -291,7 +302,7 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
         if not np.any(grain):
             raise SceneError("cloth.grain", "must be a non-zero direction, got [0, 0, 0]")
     return ClothSetup(mesh=mesh, material=material, pin_indices=pins, pin_weights=weights,
-                      pin_targets=targets, grain=grain)
+                      pin_targets=targets, grain=grain, seams=seams)
 
 
 def _collider(key: str, table: Any, base_dir: Path, frames: int) -> Collider:
@@ -401,6 +412,29 @@ def _pins(key: str, indices: list[int], vertex_count: int) -> np.ndarray:
             raise SceneError(f"{key}[{i}]", f"vertex {index} is pinned twice")
         seen.add(index)
     return np.array(indices, dtype=np.int64)
+
+
+_SEAM_VERTEX = FieldSpec("", "vertex index", 0, 2**31 - 1, integer=True)
+
+
+def _seams(key: str, pairs: list, mesh: PolyMesh) -> np.ndarray:
+    """Seam pairs (S, 2): each two distinct vertices of the mesh's faces."""
+    in_faces = np.zeros(mesh.vertex_count, bool)
+    in_faces[mesh.face_indices] = True
+    out = []
+    for k, pair in enumerate(pairs):
+        i, j = _numbers(2, _SEAM_VERTEX)(f"{key}[{k}]", pair)
+        for n, index in enumerate((i, j)):
+            if index >= mesh.vertex_count:
+                raise SceneError(f"{key}[{k}][{n}]", f"vertex index {index} out of range "
+                                                     f"0..{mesh.vertex_count - 1}")
+            if not in_faces[index]:
+                raise SceneError(f"{key}[{k}][{n}]", f"vertex {index} belongs to no face; a "
+                                                     "seam joins vertices of the cloth")
+        if i == j:
+            raise SceneError(f"{key}[{k}]", f"joins vertex {i} to itself")
+        out.append((i, j))
+    return np.array(out, dtype=np.int64).reshape(-1, 2)
 
 
 def _npz_positions(key: str, name: str, base_dir: Path, shape: tuple[int, int, int],
