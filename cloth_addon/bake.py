@@ -102,6 +102,7 @@ class _Reading:
     pins: dict
     positions0: dict = field(default_factory=dict)  # cloth PolyMesh at the first frame
     uv: dict = field(default_factory=dict)  # its active UV map per polygon corner, or None
+    seams: dict = field(default_factory=dict)  # its loose edges (L, 2) when Sewing is on
     pin_targets: dict = field(default_factory=dict)  # (frames + 1, P, 3)
     matrices: dict = field(default_factory=dict)  # (frames + 1, 4, 4), metres per unit folded in
     offsets: dict = field(default_factory=dict)  # user shape-key offsets (frames + 1, V, 3)
@@ -273,7 +274,8 @@ class BakeJob:
             # the grain: U of the UV map, else the object's own X axis
             setup = ClothSetup(positions0[obj.name], self.materials[obj.name], pin_indices=idx,
                                pin_weights=weights, pin_targets=pin_targets[obj.name],
-                               uv=r.uv[obj.name], grain=matrices[obj.name][0, :3, 0])
+                               uv=r.uv[obj.name], grain=matrices[obj.name][0, :3, 0],
+                               seams=r.seams[obj.name])
             inputs.append(ClothInput(obj, setup, self.settings[obj.name], matrices[obj.name],
                                      offsets.get(obj.name), name=obj.name))
         result = []
@@ -301,13 +303,15 @@ class BakeJob:
             scene.frame_set(self.frame_start + i)
             depsgraph = context.evaluated_depsgraph_get()
             for obj in cloths:
-                ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres)
+                ev = EvaluatedMesh(obj, depsgraph, topology=(i == 0), scale=metres,
+                                   loose=(i == 0 and obj.cloth_solver.use_sewing))
                 modifier_stack.check_vertex_count(obj, len(ev.positions), stacks[obj.name],
                                                   context, self.frame_start + i)
                 idx, _ = pins[obj.name]
                 if i == 0:
                     positions0[obj.name] = ev.mesh
                     r.uv[obj.name] = ev.uv
+                    r.seams[obj.name] = _seams(obj, ev)
                     pin_targets[obj.name] = np.empty((n, len(idx), 3))
                     matrices[obj.name] = np.empty((n, 4, 4))
                 pin_targets[obj.name][i] = ev.positions[idx]
@@ -513,6 +517,22 @@ class BakeJob:
                             "written. Bake again")
         shape_keys.check_mesh_owner(obj)
         shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
+
+
+def _seams(obj, ev) -> np.ndarray:
+    """The cloth's seams: its loose edges while Sewing is on (none otherwise); a loose edge
+    must join two vertices of faces."""
+    if ev.loose_edges is None:
+        return np.zeros((0, 2), dtype=np.int64)
+    in_faces = np.zeros(len(ev.positions), dtype=bool)
+    in_faces[ev.mesh.face_indices] = True
+    bad = np.flatnonzero(~in_faces[ev.loose_edges].all(axis=1))
+    if len(bad):
+        a, b = (int(v) for v in ev.loose_edges[bad[0]])
+        raise BakeError(f"'{obj.name}': Sewing is on, and the loose edge between vertices {a} "
+                        f"and {b} has an end on no face; a seam joins two vertices of the "
+                        "cloth's faces. Delete that edge or turn Sewing off")
+    return ev.loose_edges
 
 
 def free_all(scene) -> list[str]:

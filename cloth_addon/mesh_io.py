@@ -46,6 +46,18 @@ def polygons(mesh) -> tuple[np.ndarray, np.ndarray]:
     return loop_vertex[loops].astype(np.int64), offsets
 
 
+def loose_edges(mesh) -> np.ndarray:
+    """The mesh's loose edges (edges of no polygon) as vertex pairs (L, 2) int64 (sewing
+    springs in Blender's cloth; seams here)."""
+    pairs = np.empty(len(mesh.edges) * 2, dtype=np.int32)
+    mesh.edges.foreach_get("vertices", pairs)
+    used = np.zeros(len(mesh.edges), dtype=bool)
+    loop_edge = np.empty(len(mesh.loops), dtype=np.int32)
+    mesh.loops.foreach_get("edge_index", loop_edge)
+    used[loop_edge] = True
+    return pairs.reshape(-1, 2)[~used].astype(np.int64)
+
+
 def active_uv(mesh) -> np.ndarray | None:
     """The active UV map's (u, v) of every polygon corner, in ``polygons`` order, (C, 2)
     float64; None without a UV map."""
@@ -84,15 +96,18 @@ class EvaluatedMesh:
         matrix: the object's world matrix at that frame, times ``scale``, (4, 4).
         mesh: a PolyMesh of the evaluated polygons (only when ``topology`` was asked for).
         uv: the active UV map per polygon corner (C, 2), or None (no map, or no ``topology``).
+        loose_edges: the loose edges (L, 2) when ``loose`` was asked for, else None.
     """
 
-    def __init__(self, obj, depsgraph, topology: bool = False, scale: float = 1.0):
+    def __init__(self, obj, depsgraph, topology: bool = False, scale: float = 1.0,
+                 loose: bool = False):
         ev = obj.evaluated_get(depsgraph)
         mesh = ev.to_mesh()
         try:
             local = vertex_positions(mesh)
             faces = polygons(mesh) if topology else None
             self.uv = active_uv(mesh) if topology else None
+            self.loose_edges = loose_edges(mesh) if loose else None
         finally:
             ev.to_mesh_clear()
         self.matrix = matrix(ev)

@@ -14,7 +14,7 @@ DAMPING = ("stretch_damping", "shear_damping", "bend_damping", "air_drag")
 # Drawn in their own panels; any other material field (added to MaterialParams later) appears
 # at the end of Material.
 ELSEWHERE = {"area_density", "max_strain", "thickness", "friction", "pin_stiffness",
-             *STIFFNESS, *DAMPING}
+             "seam_force", *STIFFNESS, *DAMPING}
 
 
 class ClothSolverPanel:
@@ -118,6 +118,11 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
         layout.use_property_split = True
         if s.role == "CLOTH":
             layout.prop(s, "solver")
+            row = layout.row()
+            row.active = s.solver == "IMPLICIT"  # the qualities bundle implicit settings only
+            row.prop(s, "quality")
+            if s.solver != "IMPLICIT":
+                layout.label(text="Quality: implicit model only", icon="INFO")
         elif s.role == "COLLIDER":
             col = layout.column()
             col.prop(s, "thickness")
@@ -194,6 +199,27 @@ class PHYSICS_PT_cloth_solver_pinning(ClothSolverPanel, bpy.types.Panel):
         ob = context.object
         layout.prop_search(ob.cloth_solver, "pin_group", ob, "vertex_groups", text="Pin Group")
         _field(layout, ob.cloth_solver, "pin_stiffness")
+
+
+class PHYSICS_PT_cloth_solver_sewing(ClothSolverPanel, bpy.types.Panel):
+    """Seams from the mesh's loose edges, with a checkbox in the header like Blender's own
+    Sewing (Cloth > Shape)."""
+
+    bl_label = "Sewing"
+    bl_parent_id = "PHYSICS_PT_cloth_solver"
+    bl_options = {"DEFAULT_CLOSED"}
+    role = {"CLOTH"}
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.cloth_solver, "use_sewing", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.object.cloth_solver
+        layout.active = s.use_sewing
+        _field(layout, s, "seam_force")
+        layout.label(text="Seams: the mesh's loose edges")
 
 
 class PHYSICS_PT_cloth_solver_collisions(ClothSolverPanel, bpy.types.Panel):
@@ -303,7 +329,8 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
 classes = (CLOTH_SOLVER_MT_presets, CLOTH_SOLVER_MT_presets_remove, PHYSICS_PT_cloth_solver,
            PHYSICS_PT_cloth_solver_material, PHYSICS_PT_cloth_solver_stiffness,
            PHYSICS_PT_cloth_solver_damping, PHYSICS_PT_cloth_solver_pinning,
-           PHYSICS_PT_cloth_solver_collisions, PHYSICS_PT_cloth_solver_quality,
+           PHYSICS_PT_cloth_solver_sewing, PHYSICS_PT_cloth_solver_collisions,
+           PHYSICS_PT_cloth_solver_quality,
            PHYSICS_PT_cloth_solver_wind, PHYSICS_PT_cloth_solver_bake)
 
 
