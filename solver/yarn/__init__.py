@@ -1,0 +1,1 @@
+"""Yarn-level knits: Kaldor's model (docs/yarn.md)."""

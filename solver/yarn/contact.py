@@ -1,0 +1,165 @@
+"""Yarn–yarn contact: Kaldor's penalty energy and damping between sampled segments, and the
+clearance check of the step ([Kaldor2011] §4.2.2–4.2.3, eq. 4.7, 4.8, 4.10).
+
+Candidate segment pairs come from the shared bounding-box tree (solver/collision/bvh.py): a
+segment (a, b) is stored as the degenerate triangle (a, b, b), its box grown by the yarn radius,
+so two boxes overlap whenever the segments may be closer than a diameter.
+
+Pairs of segments of the same yarn that are near each other along it never count as a contact:
+a straight or gently bent yarn is always within a diameter of itself there. ``neighbours``
+excludes pairs whose arc-length gap (between their nearest ends, in rest length) is below
+``NEIGHBOUR_GAP`` yarn diameters; every other pair is a "non-neighbouring" pair, the ones whose
+clearance the step guarantees and the tests check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import njit
+from ..collision.bvh import TriangleTree
+from ..collision.closest import segment_segment
+from ..collision.vector import load
+
+# Arc-length gap, in yarn diameters, below which two segments of one yarn are neighbours. A
+# yarn bent back on itself with a bend radius of one yarn radius (tighter than any knit loop)
+# touches itself after π/2 diameters of arc, so 2 diameters excludes no real contact.
+NEIGHBOUR_GAP = 2.0
+
+
+@njit
+def _penalty(d):
+    """f(d) = 1/d² + d² − 2 and f′(d) for d = distance / diameter < 1 (eq. 4.8)."""
+    d2 = d * d
+    return 1.0 / d2 + d2 - 2.0, -2.0 / (d2 * d) + 2.0 * d
+
+
+@njit
+def _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+    """True if segments i and j belong to one yarn and are within ``gap`` [m] along it."""
+    if seg_yarn[i] != seg_yarn[j]:
+        return False
+    if seg_arc[i] <= seg_arc[j]:
+        between = seg_arc[j] - (seg_arc[i] + seg_len[i])
+    else:
+        between = seg_arc[i] - (seg_arc[j] + seg_len[j])
+    return between < gap
+
+
+@njit
+def contact_forces(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn,
+                   k_dt, n_quad, force):
+    """Add the contact penalty and damping forces of candidate segment pairs to ``force``.
+
+    Each segment is sampled at n_quad midpoints (weight 1/n_quad); a sample pair closer than a
+    diameter 2r gets E = k_contact·ℓi·ℓj·w·f(dist/2r) (eq. 4.7) and the damping of eq. 4.10,
+    −2·ℓi·ℓj·w·(k_dt·Δv + (k_dn − k_dt)(n̂·Δv)n̂) on the second sample (opposite on the first).
+
+    Args:
+        x, v: positions [m] and velocities [m/s] (P, 3).
+        seg: (S, 2) point indices; seg_len: rest lengths ℓ [m] (S,); seg_yarn (S,) yarn index;
+            seg_arc (S,) arc length [m] along its yarn where the segment starts.
+        pairs: (K, 2) candidate segment pairs.
+        radius: r [m]; k_contact [N/m]; k_dn, k_dt [kg/(m²·s)]; n_quad samples per segment.
+        force: (P, 3) [N], added to.
+
+    Returns:
+        (energy [J], number of sample pairs in contact, smallest d = dist/2r seen (1 if none)).
+    """
+    diameter = 2.0 * radius
+    gap = NEIGHBOUR_GAP * diameter
+    w = 1.0 / (n_quad * n_quad)
+    energy = 0.0
+    touching = 0
+    d_min = 1.0
+    for k in range(pairs.shape[0]):
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            continue
+        a0, a1 = seg[i, 0], seg[i, 1]
+        b0, b1 = seg[j, 0], seg[j, 1]
+        scale = seg_len[i] * seg_len[j] * w
+        for qa in range(n_quad):
+            s = (qa + 0.5) / n_quad
+            for qb in range(n_quad):
+                t = (qb + 0.5) / n_quad
+                dx = (1 - t) * x[b0, 0] + t * x[b1, 0] - (1 - s) * x[a0, 0] - s * x[a1, 0]
+                dy = (1 - t) * x[b0, 1] + t * x[b1, 1] - (1 - s) * x[a0, 1] - s * x[a1, 1]
+                dz = (1 - t) * x[b0, 2] + t * x[b1, 2] - (1 - s) * x[a0, 2] - s * x[a1, 2]
+                dist = np.sqrt(dx * dx + dy * dy + dz * dz)
+                if dist >= diameter or dist <= 1e-12 * diameter:
+                    continue
+                d = dist / diameter
+                f, fp = _penalty(d)
+                energy += k_contact * scale * f
+                touching += 1
+                d_min = min(d_min, d)
+                nx, ny, nz = dx / dist, dy / dist, dz / dist
+                # −dE/d(dist): positive pushes the second sample away from the first
+                push = -k_contact * scale * fp / diameter
+                uvx = (1 - t) * v[b0, 0] + t * v[b1, 0] - (1 - s) * v[a0, 0] - s * v[a1, 0]
+                uvy = (1 - t) * v[b0, 1] + t * v[b1, 1] - (1 - s) * v[a0, 1] - s * v[a1, 1]
+                uvz = (1 - t) * v[b0, 2] + t * v[b1, 2] - (1 - s) * v[a0, 2] - s * v[a1, 2]
+                vn = nx * uvx + ny * uvy + nz * uvz
+                c = 2.0 * scale
+                fx = push * nx - c * (k_dt * uvx + (k_dn - k_dt) * vn * nx)
+                fy = push * ny - c * (k_dt * uvy + (k_dn - k_dt) * vn * ny)
+                fz = push * nz - c * (k_dt * uvz + (k_dn - k_dt) * vn * nz)
+                force[b0, 0] += (1 - t) * fx
+                force[b0, 1] += (1 - t) * fy
+                force[b0, 2] += (1 - t) * fz
+                force[b1, 0] += t * fx
+                force[b1, 1] += t * fy
+                force[b1, 2] += t * fz
+                force[a0, 0] -= (1 - s) * fx
+                force[a0, 1] -= (1 - s) * fy
+                force[a0, 2] -= (1 - s) * fz
+                force[a1, 0] -= s * fx
+                force[a1, 1] -= s * fy
+                force[a1, 2] -= s * fz
+    return energy, touching, d_min
+
+
+@njit
+def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
+    """Smallest distance [m] between non-neighbouring segments among candidate pairs (exact
+    segment–segment distance); ``diameter`` if no pair is closer than that."""
+    gap = NEIGHBOUR_GAP * diameter
+    best = diameter * diameter
+    for k in range(pairs.shape[0]):
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            continue
+        d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                   load(x, seg[j, 0]), load(x, seg[j, 1]))
+        best = min(best, d2)
+    return np.sqrt(best)
+
+
+class SegmentTree:
+    """The bounding-box tree of solver/collision/bvh.py over yarn segments.
+
+    Args:
+        seg: (S, 2) point indices of the segments.
+        positions: (P, 3) [m] positions that shape the tree (the layout).
+        radius: yarn radius [m]; every box is grown by it.
+    """
+
+    def __init__(self, seg: np.ndarray, positions: np.ndarray, radius: float):
+        tris = np.stack([seg[:, 0], seg[:, 1], seg[:, 1]], axis=1)
+        self._tree = TriangleTree(tris, positions)
+        self._pad = np.full(len(seg), float(radius))
+
+    def pairs(self, x0: np.ndarray, x1: np.ndarray | None = None) -> np.ndarray:
+        """Segment pairs (K, 2) whose boxes (swept from x0 to x1, grown by r) overlap."""
+        self._tree.refit(x0, x0 if x1 is None else x1, self._pad)
+        return self._tree.self_pairs()
+
+
+def clearance(x: np.ndarray, seg: np.ndarray, seg_len: np.ndarray, seg_yarn: np.ndarray,
+              seg_arc: np.ndarray, radius: float, tree: SegmentTree | None = None) -> float:
+    """Smallest distance [m] between non-neighbouring yarn segments (2r if none is closer)."""
+    tree = tree if tree is not None else SegmentTree(seg, x, radius)
+    return float(min_clearance(x, seg, seg_len, seg_yarn, seg_arc, tree.pairs(x), 2.0 * radius))

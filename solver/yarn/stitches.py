@@ -1,0 +1,173 @@
+"""Stitch generator: yarn centrelines of a flat knitted swatch (pure numpy).
+
+A swatch of ``stitches`` loops per course and ``courses`` courses is laid down as ONE continuous
+yarn, as Kaldor's generator does ([Kaldor2011] §7.1): course 0 runs in +x, turns up at the
+right edge in a half-loop, course 1 runs back in −x, and so on. ``yarn_offsets`` is therefore
+``[0, P]``; the dynamics accept any number of yarns (``yarn_offsets`` of length Y + 1).
+
+Each stitch is one period of a parametric loop, t ∈ [−π, π) (head at t = 0, sinker at ±π),
+course j, stitch i (x across the course, y up the wale, z out of the fabric's face):
+
+    x = w·(i + ½ + (t + a·sin 2t) / 2π)       a > ½ makes the legs cross (a loop, not a wave)
+    y = j·H + h·cos t                          h = H / 1.7: a loop reaches into the one below
+    z = d·cos(π·cos t)·(σ_self·(1 − cos t)/2 + σ_above·(1 + cos t)/2)
+
+σ = +1 for a knit stitch and −1 for a purl stitch. The feet and lower legs of a loop follow its
+own σ (a knit loop is pulled through the loop below from back to front: feet behind, legs in
+front), the upper legs and head follow σ of the stitch above it (the head lies behind the
+legs of a knit loop above and in front of those of a purl loop above), so garter, rib and seed
+interloop as stockinette does. Between a knit and a purl stitch of the same course, σ_self is
+blended over the sinker so the yarn passes through the fabric's mid-plane there.
+
+The geometry is only "good enough" with the right interlooping, as Kaldor's stitch models are;
+``relax`` (solver/yarn/relax.py) settles it into a rest state.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+PATTERNS = ("stockinette", "garter", "rib2x2", "seed")
+
+# Loop shape (fractions, chosen so the generated layout keeps non-neighbouring yarn segments
+# apart; tests/test_yarn_stitches.py checks the clearance).
+_LEG_CROSS = 0.6         # a: how far the legs swing back (x = t + a sin 2t)
+_LOOP_REACH = 1.7        # H / h
+_TURN_BULGE = 0.45       # how far the edge half-loop bulges out of the swatch, in stitch widths
+_TURN_POINTS = 5         # points inside each edge half-loop
+_DEPTH = 1.3             # loop depth (z amplitude) in yarn radii
+
+
+def purl_mask(pattern: str, stitches: int, courses: int) -> np.ndarray:
+    """Which stitches are purl, (courses, stitches) bool, seen from the swatch's face (+z).
+
+    stockinette: none; garter: every other course; rib2x2: columns k2 p2; seed: a
+    checkerboard (k1 p1, shifted by one each course).
+    """
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown pattern {pattern!r} (one of {', '.join(PATTERNS)})")
+    j, i = np.meshgrid(np.arange(courses), np.arange(stitches), indexing="ij")
+    if pattern == "stockinette":
+        return np.zeros((courses, stitches), bool)
+    if pattern == "garter":
+        return j % 2 == 1
+    if pattern == "rib2x2":
+        return i % 4 >= 2
+    return (i + j) % 2 == 1
+
+
+@dataclass(frozen=True)
+class Swatch:
+    """Yarn centrelines of a knitted swatch.
+
+    Attributes:
+        positions: yarn points [m] (P, 3); the face of the fabric looks along +z, courses run
+            along x and wales along y.
+        yarn_offsets: (Y + 1,) int; yarn k is positions[yarn_offsets[k]:yarn_offsets[k + 1]].
+        radius: yarn radius [m].
+        purl: (courses, stitches) bool, the pattern (True = purl seen from +z).
+        stitch_width: w [m], loop spacing along the course.
+        course_height: H [m], course spacing along the wale.
+        course_points: (courses + 1,) int, where each course's points start in positions (the
+            edge half-loops belong to the course before them).
+    """
+
+    positions: np.ndarray
+    yarn_offsets: np.ndarray
+    radius: float
+    purl: np.ndarray
+    stitch_width: float
+    course_height: float
+    course_points: np.ndarray
+
+    @property
+    def segments(self) -> np.ndarray:
+        """(S, 2) point indices of every yarn segment (consecutive points of one yarn)."""
+        return yarn_segments(self.yarn_offsets)
+
+
+def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
+    """(S, 2) int64 point pairs of consecutive points within each yarn."""
+    pairs = [np.stack([np.arange(a, b - 1), np.arange(a + 1, b)], axis=1)
+             for a, b in itertools.pairwise(yarn_offsets) if b - a >= 2]
+    return np.concatenate(pairs).astype(np.int64) if pairs else np.zeros((0, 2), np.int64)
+
+
+def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
+                course_height: float, radius: float, points_per_stitch: int = 12) -> Swatch:
+    """Lay out a flat swatch of ``stitches`` × ``courses`` loops in ``pattern``.
+
+    Args:
+        pattern: one of PATTERNS.
+        stitches: loops per course (≥ 1).
+        courses: number of courses (rows, ≥ 1).
+        stitch_width: w, loop spacing along the course [m] (gauge).
+        course_height: H, course spacing along the wale [m] (gauge).
+        radius: yarn radius r [m]; the loop's depth (z amplitude) is 1.3·r, so crossing yarns
+            start about a diameter apart.
+        points_per_stitch: polyline points per loop (≥ 8).
+
+    Returns:
+        the Swatch; the swatch spans x ∈ [0, stitches·w] (plus the edge half-loops), its
+        lowest sinkers lie at y = −H / 1.7 and z ∈ [−1.3 r, 1.3 r].
+    """
+    if stitches < 1 or courses < 1:
+        raise ValueError("stitches and courses must be at least 1")
+    if points_per_stitch < 8:
+        raise ValueError("points_per_stitch must be at least 8")
+    if min(stitch_width, course_height, radius) <= 0:
+        raise ValueError("stitch_width, course_height and radius must be positive")
+    purl = purl_mask(pattern, stitches, courses)
+    sigma = np.where(purl, -1.0, 1.0)
+    w, H = float(stitch_width), float(course_height)
+    h = H / _LOOP_REACH
+    depth = _DEPTH * radius
+    n = points_per_stitch
+    t = -np.pi + 2.0 * np.pi * np.arange(n) / n           # one loop, sinker first
+    c = np.cos(t)
+    blend = 0.5 * (np.abs(t) / np.pi) ** 4                # 0 at the head, ½ at the sinker
+    side = np.where(t >= 0, 1, -1)                        # which neighbour the sinker meets
+
+    rows, course_points = [], [0]
+    for j in range(courses):
+        above = sigma[j + 1] if j + 1 < courses else sigma[j]
+        pts = np.empty((stitches, n, 3))
+        for i in range(stitches):
+            nb = np.clip(i + side, 0, stitches - 1)
+            s_self = sigma[j, i] + (sigma[j, nb] - sigma[j, i]) * blend
+            s_above = above[i] + (above[nb] - above[i]) * blend
+            pts[i, :, 0] = w * (i + 0.5 + (t + _LEG_CROSS * np.sin(2 * t)) / (2 * np.pi))
+            pts[i, :, 1] = j * H + h * c
+            pts[i, :, 2] = depth * np.cos(np.pi * c) * (s_self * (1 - c) / 2
+                                                        + s_above * (1 + c) / 2)
+        course = pts.reshape(-1, 3)
+        # the course's closing sinker point at its far edge
+        end = course[0].copy()
+        end[0] = stitches * w
+        course = np.vstack([course, end[None]])
+        if j % 2 == 1:
+            course = course[::-1].copy()
+        if j + 1 < courses:
+            # half-loop up to the next course, bulging out of the swatch on the side it ends
+            edge_x = course[-1, 0]
+            out = 1.0 if edge_x > 0 else -1.0
+            phi = np.pi * np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
+            turn = np.empty((_TURN_POINTS, 3))
+            turn[:, 0] = edge_x + out * _TURN_BULGE * w * np.sin(phi)
+            turn[:, 1] = course[-1, 1] + H * (1 - np.cos(phi)) / 2
+            turn[:, 2] = 0.0  # set below, once the next course's first point is known
+            course = np.vstack([course, turn])
+        rows.append(course)
+        course_points.append(course_points[-1] + len(course))
+    # Each half-loop's depth goes linearly from its course's last point to the next's first.
+    frac = np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
+    for j in range(courses - 1):
+        z0, z1 = rows[j][-_TURN_POINTS - 1, 2], rows[j + 1][0, 2]
+        rows[j][-_TURN_POINTS:, 2] = z0 + (z1 - z0) * frac
+    positions = np.vstack(rows)
+    return Swatch(positions=positions, yarn_offsets=np.array([0, len(positions)], np.int64),
+                  radius=float(radius), purl=purl, stitch_width=w, course_height=H,
+                  course_points=np.array(course_points, np.int64))

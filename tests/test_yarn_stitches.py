@@ -1,0 +1,87 @@
+"""The stitch generator (solver/yarn/stitches.py): counts, dimensions, patterns, clearance."""
+
+import numpy as np
+import pytest
+
+from solver.yarn.contact import clearance
+from solver.yarn.rods import Segments
+from solver.yarn.stitches import PATTERNS, knit_swatch, purl_mask
+
+R = 1.25e-3          # Kaldor's wool worsted radius [m]
+W, H = 5.6e-3, 4.2e-3  # worsted gauge: 18 stitches and 24 courses per 10 cm
+# Smallest distance between non-neighbouring segments in a generated layout, in diameters.
+LAYOUT_CLEARANCE = 0.25
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_layout_has_the_stitch_counts_and_the_gauge(pattern):
+    sw = knit_swatch(pattern, 8, 6, W, H, R, points_per_stitch=12)
+    x = sw.positions
+    assert sw.purl.shape == (6, 8)
+    assert list(sw.yarn_offsets) == [0, len(x)]          # one continuous yarn
+    assert len(sw.course_points) == 7
+    # each course: 8 loops × 12 points + its closing sinker (+ 5 half-loop points but the last)
+    sizes = np.diff(sw.course_points)
+    assert list(sizes) == [8 * 12 + 1 + 5] * 5 + [8 * 12 + 1]
+    # heads: one local maximum of y per loop and course, spaced one stitch width apart
+    for j in range(6):
+        c = x[sw.course_points[j]:sw.course_points[j] + 8 * 12 + 1]
+        y = c[:, 1]
+        peaks = np.nonzero((y[1:-1] > y[:-2]) & (y[1:-1] >= y[2:]))[0] + 1
+        assert len(peaks) == 8
+        assert np.allclose(np.sort(np.diff(np.sort(c[peaks, 0]))), W)
+        assert np.allclose(y[peaks], j * H + H / 1.7)
+    # the swatch is stitches × w wide (within the course) and courses × H tall, head to sinker
+    inside = (x[:, 0] >= 0) & (x[:, 0] <= 8 * W)
+    assert x[inside, 0].min() == pytest.approx(0.0, abs=1e-12)
+    assert x[inside, 0].max() == pytest.approx(8 * W)
+    assert x[:, 1].max() - x[:, 1].min() == pytest.approx(5 * H + 2 * H / 1.7)
+    assert np.abs(x[:, 2]).max() <= 1.3 * R + 1e-12
+
+
+def test_patterns_are_the_named_ones():
+    assert not purl_mask("stockinette", 8, 4).any()
+    g = purl_mask("garter", 8, 4)
+    assert (g[1::2]).all() and not g[0::2].any()
+    rib = purl_mask("rib2x2", 8, 4)
+    # rib is built from alternating knit and purl column pairs: k2 p2 in every course
+    assert (rib == np.array([False, False, True, True] * 2)).all()
+    seed = purl_mask("seed", 4, 3)
+    assert (seed[:, 1:] != seed[:, :-1]).all() and (seed[1:] != seed[:-1]).all()
+    with pytest.raises(ValueError):
+        purl_mask("cable", 4, 4)
+
+
+def test_purl_columns_of_the_rib_are_the_knit_columns_mirrored_in_depth():
+    sw = knit_swatch("rib2x2", 8, 4, W, H, R)
+    # the legs (points at mid-height of their loop) of a knit column stand in front (z > 0),
+    # those of a purl column behind
+    x = sw.positions
+    c = x[sw.course_points[1]:sw.course_points[1] + 8 * 12]
+    mid = np.abs(c[:, 1] - 1 * H) < 0.3 * H / 1.7
+    col = np.floor(c[:, 0] / W).astype(int)
+    knit_cols = (col % 4 < 2) & (col >= 0) & (col < 8)
+    purl_cols = (col % 4 >= 2) & (col >= 0) & (col < 8)
+    # points near the column borders are blended; look at the columns' cores
+    core = np.abs(c[:, 0] / W - col - 0.5) < 0.3
+    assert (c[mid & knit_cols & core, 2] > 0).all()
+    assert (c[mid & purl_cols & core, 2] < 0).all()
+    assert (mid & knit_cols & core).sum() > 4 and (mid & purl_cols & core).sum() > 4
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("gauge", [(W, H), (5.0e-3, 4.0e-3)])
+def test_no_two_non_neighbouring_segments_are_closer_than_a_quarter_diameter(pattern, gauge):
+    sw = knit_swatch(pattern, 8, 6, gauge[0], gauge[1], R)
+    s = Segments.of(sw.yarn_offsets, sw.positions)
+    gap = clearance(sw.positions, s.seg, s.rest, s.yarn, s.arc, R)
+    assert gap >= LAYOUT_CLEARANCE * 2 * R
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError):
+        knit_swatch("stockinette", 0, 3, W, H, R)
+    with pytest.raises(ValueError):
+        knit_swatch("stockinette", 3, 3, W, -H, R)
+    with pytest.raises(ValueError):
+        knit_swatch("stockinette", 3, 3, W, H, R, points_per_stitch=4)
