@@ -81,6 +81,7 @@ def solver_settings_from_props(settings, name: str = "solver") -> SolverSettings
     """The validated solver settings of an object's ``cloth_solver`` settings."""
     values = {
         "model": settings.solver.lower(),
+        "quality": settings.quality.lower(),
         "substeps": settings.substeps if settings.use_custom_substeps else None,
         "newton_iterations": settings.newton_iterations,
         "integrator": settings.integrator.lower(),

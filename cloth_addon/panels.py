@@ -118,6 +118,11 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
         layout.use_property_split = True
         if s.role == "CLOTH":
             layout.prop(s, "solver")
+            row = layout.row()
+            row.active = s.solver == "IMPLICIT"  # the qualities bundle implicit settings only
+            row.prop(s, "quality")
+            if s.solver != "IMPLICIT":
+                layout.label(text="Quality: implicit model only", icon="INFO")
         elif s.role == "COLLIDER":
             col = layout.column()
             col.prop(s, "thickness")

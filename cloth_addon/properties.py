@@ -20,8 +20,8 @@ import bpy
 from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ..solver import (INTEGRATOR_NAMES, SOLVERS, Collider, FieldSpec, SolverSettings, Wind,
-                      load_preset, preset_info)
+from ..solver import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, SOLVERS, Collider,
+                      FieldSpec, SolverSettings, Wind, load_preset, preset_info)
 from . import bake_status
 from .convert import (COLLIDER_PROPS, MATERIAL_DISPLAYS, MATERIAL_SPECS,  # noqa: F401 (re-export)
                       OPTIONAL_FALLBACK, display_prop_name, from_display, prop_name, to_display)
@@ -46,6 +46,7 @@ SOLVER_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), _model_doc(c
                      for name, cls in SOLVERS.items())
 INTEGRATOR_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), "")
                          for name in INTEGRATOR_NAMES)
+QUALITY_ITEMS = tuple((name.upper(), name.title(), QUALITY_DOCS[name]) for name in QUALITY_NAMES)
 
 # A new cloth starts from this preset, strain limit included (the solver's bare MaterialParams
 # defaults have no strain limit, and a new user's cloth stretched 7 % on a sphere).
@@ -202,6 +203,11 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
                                default=_SOLVER_DEFAULTS["model"].upper(),
                                description="Cloth model used to simulate this object",
                                update=cloth_settings_changed),
+        "quality": EnumProperty(
+            name="Quality", items=QUALITY_ITEMS, default=_SOLVER_DEFAULTS["quality"].upper(),
+            description="Final: full accuracy. Preview: faster, with the same strain limit and "
+                        "collisions. Implicit model only (no effect on Mass-Spring)",
+            update=cloth_settings_changed),
         "preset": StringProperty(
             name="Preset", default=NEW_CLOTH_PRESET_NAME,
             description="Material preset last applied (its display name); the panel adds "

@@ -14,8 +14,9 @@ __version__ = "0.1.0"  # the one version of the solver, the add-on and the exten
 from .formats.presets import list_presets, load_preset, preset_dir, preset_info
 from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
-from .params import (INTEGRATOR_NAMES, Display, FieldSpec, MaterialParams, ParameterError,
-                     SolverSettings, field_defaults, field_displays, field_specs)
+from .params import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, Display, FieldSpec,
+                     MaterialParams, ParameterError, SolverSettings, field_defaults,
+                     field_displays, field_specs)
 from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
 # name -> submodule defining it, imported on first access (they load numba)
@@ -31,7 +32,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "INTEGRATOR_NAMES", "ClothModel", "ClothSetup", "Collider", "Display", "FieldSpec",
+    "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
+    "Display", "FieldSpec",
     "MaterialParams",
     "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",

@@ -204,12 +204,35 @@ BENDING_NAMES = ("angular", "flexion")
 PRECONDITIONER_NAMES = ("factor", "incomplete_cholesky", "jacobi")
 
 
+QUALITY_NAMES = ("final", "preview")
+
+# A quality is a named bundle of the implicit model's settings below. Each bundled field
+# defaults to None, "the quality's value"; a value set explicitly (a keyword, a scene-file key)
+# wins over the bundle. SolverSettings.resolved() fills them in. Final is the accuracy the
+# other defaults were measured for; Preview's values and their measurements:
+# docs/design-notes.md, "Preview quality".
+QUALITIES: dict[str, dict[str, Any]] = {
+    "final": {"newton_residual": 0.0},
+    "preview": {"newton_residual": 0.1},
+}
+QUALITY_DOCS = {
+    "final": "Full accuracy: Newton iterates each step until it converges (the default)",
+    "preview": "Faster: a second Newton iteration only where the first leaves a large "
+               "residual; the same strain limit and collisions",
+}
+
+
 @dataclass(frozen=True)
 class SolverSettings:
     """How to step the cloth: model choice and its numerical options (not material)."""
 
     model: str = field(default="implicit", metadata={"choices": MODEL_NAMES,
                                                      "doc": "cloth model"})
+    quality: str = field(default="final", metadata={
+        "choices": QUALITY_NAMES,
+        "doc": "implicit: a bundle of the settings marked 'from the quality' (final: full "
+        "accuracy; preview: cheaper, same strain limit and contacts); an explicit value of "
+        "one of them wins; no effect on mass_spring"})
     substeps: int | None = _spec(
         None, "", "steps per frame; None = model default (implicit: 2; explicit: automatic "
         "stable step)",
@@ -247,6 +270,10 @@ class SolverSettings:
     newton_iterations: int = _spec(
         2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
         "linearisation)", 1, 100, integer=True)
+    newton_residual: float | None = _spec(
+        None, "", "implicit: after the first Newton iteration of a step, the next run only "
+        "while the residual is above this fraction of the step's starting residual (0 = "
+        "always, up to newton_iterations); None = from the quality", 0.0, 1.0, optional=True)
     newton_tolerance: float = _spec(
         1.0e-3, "", "implicit: Newton stops when its last position update is below this "
         "fraction of the shortest rest edge", 0.0, 1.0, exclusive_min=True)
@@ -262,6 +289,12 @@ class SolverSettings:
                      prefix: str = "solver") -> "SolverSettings":
         """Build from a dict, validating every key; unknown keys raise ParameterError."""
         return _from_mapping(cls, values, base, prefix)
+
+    def resolved(self) -> "SolverSettings":
+        """These settings with every field left to the quality (None) set to its value."""
+        bundle = QUALITIES[self.quality]
+        return dataclasses.replace(self, **{k: v for k, v in bundle.items()
+                                            if getattr(self, k) is None})
 
 
 def _from_mapping(cls, values, base, prefix):

@@ -41,6 +41,7 @@ class FrameReport:
     deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/closed mesh
     self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
     collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
+    newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
 
 
 @dataclass
@@ -86,6 +87,7 @@ class SimulationResult:
                                               default=0),
                 "substeps": int(sum(f.substeps for f in self.frames)),
                 "iterations": int(sum(f.iterations for f in self.frames)),
+                "newton_iterations": int(sum(f.newton_iterations for f in self.frames)),
             },
         }
 
@@ -119,6 +121,7 @@ def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
                      collider_crossings=checks.collider_crossings)
     return FrameReport(
         frame=frame, wall_time_s=wall, substeps=info.substeps, iterations=info.iterations,
+        newton_iterations=info.newton_iterations,
         max_strain=float(strain.max()) if len(strain) else 0.0,
         mean_strain=float(np.mean(np.abs(strain))) if len(strain) else 0.0,
         kinetic_energy_j=kinetic_energy(m.mass, solver.v),

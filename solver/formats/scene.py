@@ -18,6 +18,7 @@ The format is a public contract (scripts and the benchmark depend on it)::
     seam_force = 10.0                # optional shortcut for material.seam_force [N/m]
     [solver]                         # SolverSettings fields
     model = "implicit"
+    quality = "final"                # or "preview"; explicit settings below win over its bundle
     [wind]                           # Wind fields
     velocity = [2.0, 0.0, 0.0]
     [[collider]]                     # any number of colliders, each exactly one shape:

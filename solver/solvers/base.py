@@ -59,10 +59,12 @@ class FrameTargets:
 
 @dataclass
 class StepInfo:
-    """What one frame cost: substeps taken and solver iterations (CG or limiter passes)."""
+    """What one frame cost: substeps taken, solver iterations (CG or limiter passes) and the
+    implicit model's Newton iterations (0 for the others)."""
 
     substeps: int
     iterations: int
+    newton_iterations: int = 0
 
 
 class ClothSolver:

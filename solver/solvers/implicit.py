@@ -51,6 +51,7 @@ class ImplicitSolver(ClothSolver):
     name = "implicit"
 
     def __init__(self, model: ClothModel, settings: SolverSettings, gravity: np.ndarray):
+        settings = settings.resolved()  # the quality's values where the settings leave them
         super().__init__(model, settings, gravity)
         ic = settings.preconditioner == "incomplete_cholesky"
         self.system = ForceSystem(model, membrane=membrane_terms(model),
@@ -89,6 +90,7 @@ class ImplicitSolver(ClothSolver):
         self._shortest_edge = float(lengths.min()) if len(lengths) else np.inf
         self.contacts = ContactSolves(state=("x", "v"))
         self.recycled = RecycledSpace(settings.recycled_corrections)
+        self.newton_count = 0  # Newton iterations so far (a contact re-solve's count too)
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -145,6 +147,7 @@ class ImplicitSolver(ClothSolver):
         n = self._substeps_for_self_contact(frame_dt, self.settings.substeps or DEFAULT_SUBSTEPS)
         h = frame_dt / n
         iters = 0
+        newton0 = self.newton_count
         for k in range(n):
             hard, soft = targets.at((k + 1) / n)
             x_start = self.x.copy()
@@ -158,7 +161,8 @@ class ImplicitSolver(ClothSolver):
             iters += self._limit_strain(h) if not self.settings.settle else 0
             self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
         self.check_finite()
-        return StepInfo(substeps=n, iterations=iters)
+        return StepInfo(substeps=n, iterations=iters,
+                        newton_iterations=self.newton_count - newton0)
 
     def _dynamic_step(self, h, hard, soft, wind, pin_vel) -> int:
         """One implicit Euler step, solved by Newton iterations.
@@ -199,7 +203,13 @@ class ImplicitSolver(ClothSolver):
         # Each evaluation that may start a Newton iteration also writes that iteration's
         # matrix, so a step of n iterations costs n + 1 evaluations, not 2n + 1.
         res, norm = residual(v1, with_jac=True)
+        # Preview's test (newton_residual): a later iteration runs only while the residual is
+        # still above that fraction of the step's start (norms are squared: compare squares)
+        stop = st.newton_residual ** 2 * norm
         for it in range(st.newton_iterations):
+            if it > 0 and norm < stop:
+                break
+            self.newton_count += 1
             self._add_mass()
             self.rhs[:] = res
             self.z[:] = 0.0

@@ -111,7 +111,7 @@ ATOL = 2e-5  # m: shape keys store float32 object-local coordinates
 
 
 def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=None,
-              model="implicit", start_world=None):
+              model="implicit", start_world=None, quality="final"):
     """The solver run directly on the object's world-space mesh (no add-on code involved).
     ``material`` defaults to the Cotton preset: what a new cloth object starts from."""
     S = solver()
@@ -132,7 +132,8 @@ def reference(obj, frames, pins=(), weights=None, pin_targets=None, material=Non
         pin_weights=None if weights is None else np.asarray(weights, dtype=np.float64),
         pin_targets=pin_targets, uv=uv, grain=x_axis)
     gravity = np.array(bpy.context.scene.gravity, dtype=np.float64)  # float32 -9.81 in Blender
-    spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model), frames=frames,
+    spec = from_spec.SimulationSpec(setup, S.SolverSettings(model=model, quality=quality),
+                                    frames=frames,
                                     fps=24.0, gravity=gravity)
     result = S.simulate(spec)
     assert result.error is None
