@@ -3,6 +3,14 @@
 ``simulate`` builds the model, steps the chosen cloth model, records positions after every frame
 and a per-frame report (wall time, strain, energies, iterations), and stops cleanly at a blow-up
 keeping the frames before it.
+
+A frame that blows up (BlowUpError: non-finite state, or a vertex over ``max_speed``) is first
+simulated again from its start with steps half as long, up to MAX_RETRIES times, as Baraff &
+Witkin's adaptive step halves a step that went wrong ([Baraff1998] §5.1, docs/references.md);
+the frame after a rescued one starts with steps twice as long as those that worked, back to the
+solver's own. The state at the start of the frame is restored exactly (positions, velocities
+and what the solver's steps hand on: ClothSolver.carried), so a bake stays deterministic, and a
+bake that never blows up runs as before. The reports count the retries.
 """
 
 from __future__ import annotations
@@ -21,6 +29,11 @@ from .model import ClothModel, build_model
 from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
 from .solvers import make_solver
 from .spec import SimulationSpec
+
+# Retries of a frame that blew up, each with steps half as long as the last: the last try takes
+# 2**MAX_RETRIES times the steps, so a frame that cannot be rescued costs 2 + 4 + 8 = 14 times
+# a normal one before the error.
+MAX_RETRIES = 3
 
 
 @dataclass
@@ -42,6 +55,8 @@ class FrameReport:
     self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
     collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
     newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
+    retries: int = 0                    # tries of this frame that blew up (then finer steps)
+    step_refinement: int = 1            # the solver's steps divided this many times finer
 
 
 @dataclass
@@ -88,6 +103,7 @@ class SimulationResult:
                 "substeps": int(sum(f.substeps for f in self.frames)),
                 "iterations": int(sum(f.iterations for f in self.frames)),
                 "newton_iterations": int(sum(f.newton_iterations for f in self.frames)),
+                "retries": int(sum(f.retries for f in self.frames)),
             },
         }
 
@@ -153,6 +169,7 @@ class Simulation:
         self._positions[0] = self.solver.x
         self.result = SimulationResult(self._positions[:1], self.model.triangles,
                                        model_name=self.solver.name)
+        self._refinement = 1  # the step refinement the next frame starts with
 
     @property
     def piece_offsets(self) -> np.ndarray:
@@ -187,7 +204,6 @@ class Simulation:
         colliders = self.solver.collisions.colliders.frame(f)
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
-        self.solver.collision_stats = CollisionStats()
         # the air at the cloth's vertices, sampled once per frame at its middle (the gusts
         # travel with the wind: forces/external.py, wind_field)
         wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t + 0.5 * dt)
@@ -195,7 +211,7 @@ class Simulation:
         threads.governor().before_frame()
         start = time.perf_counter()
         try:
-            info = self.solver.step_frame(t, dt, ft, wind)
+            info, retries = self._step_with_retries(t, dt, ft, wind)
         except BlowUpError as exc:
             self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
                                  "kept. Try more substeps, the implicit model, or a lower "
@@ -209,11 +225,45 @@ class Simulation:
         wall = time.perf_counter() - start
         self._positions[f] = self.solver.x
         rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
+        rep.retries, rep.step_refinement = retries, self.solver.step_refinement
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
         if self.done:
             threads.governor().release()
         return rep
+
+    def _step_with_retries(self, t, dt, ft, wind):
+        """The solver's step_frame, retried from the frame's start with steps half as long
+        while it blows up (see the module docstring); returns (StepInfo, retries). Raises the
+        last BlowUpError when MAX_RETRIES did not rescue the frame (its message says so), and
+        StepLimitError as the solver does."""
+        solver = self.solver
+        saved = solver.save_frame_state()
+        refinement = self._refinement
+        retries = 0
+        while True:
+            solver.step_refinement = refinement
+            solver.collision_stats = CollisionStats()
+            try:
+                info = solver.step_frame(t, dt, ft, wind)
+                break
+            except BlowUpError as exc:
+                if retries == MAX_RETRIES:
+                    raise BlowUpError(f"{exc}, after {retries} retries with steps down to "
+                                      f"1/{refinement} of the first") from None
+                solver.restore_frame_state(saved)
+                last = exc
+                refinement *= 2
+                retries += 1
+            except StepLimitError:
+                if retries == 0:
+                    raise
+                # finer steps would exceed max_substeps: the blow-up stands
+                raise BlowUpError(f"{last}; a retry with steps of 1/{refinement} would need "
+                                  "more than max_substeps") from None
+        # the next frame tries steps twice as long as those that worked (Baraff & Witkin)
+        self._refinement = max(1, refinement // 2)
+        return info, retries
 
     def run(self, progress: Callable[[dict], None] | None = None) -> SimulationResult:
         """Step to the end (or a blow-up); ``progress`` as in ``simulate``."""

@@ -3,6 +3,7 @@ each step, and blow-up detection. Each solver chooses its own time step (its own
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,8 @@ COLLISION_STRAIN_GUARD = 0.1
 
 
 class BlowUpError(RuntimeError):
-    """The state became non-finite or a vertex exceeded the speed limit."""
+    """The state became non-finite or a vertex exceeded the speed limit (the simulation then
+    retries the frame with finer steps: simulation.py, ``MAX_RETRIES``)."""
 
 
 class StepLimitError(RuntimeError):
@@ -77,6 +79,13 @@ class ClothSolver:
     """
 
     name = "base"
+    # Retry hooks (simulation.py retries a frame that blew up with finer steps):
+    # ``step_refinement`` multiplies the steps each solver takes per frame, and ``carried``
+    # names the attributes besides x and v that one step hands to the next (saved at the start
+    # of a frame and put back before a retry). Caches that change results only within a
+    # solver tolerance (a reused preconditioner) are not carried.
+    step_refinement = 1
+    carried: tuple[str, ...] = ()
 
     def __init__(self, model: ClothModel, settings: SolverSettings, gravity: np.ndarray):
         self.model = model
@@ -121,6 +130,26 @@ class ClothSolver:
                    wind: np.ndarray) -> StepInfo:
         """Advance x, v by one frame of length frame_dt [s] starting at time t [s]."""
         raise NotImplementedError
+
+    def save_frame_state(self) -> dict:
+        """Copies of everything a frame's steps change and later steps read (x, v,
+        ``carried``, the collision pipeline's step history), for ``restore_frame_state``."""
+        state = {k: copy.deepcopy(getattr(self, k)) for k in ("x", "v") + self.carried}
+        c = self.collisions
+        if c is not None:
+            state["collisions"] = (c.self_contact_vertices.copy(), c._pair_cache)
+        return state
+
+    def restore_frame_state(self, state: dict) -> None:
+        """Put back what ``save_frame_state`` saved (``state`` stays usable for another
+        retry)."""
+        for k, value in state.items():
+            if k != "collisions":
+                setattr(self, k, copy.deepcopy(value))
+        if "collisions" in state:
+            touched, pairs = state["collisions"]
+            self.collisions.self_contact_vertices[:] = touched
+            self.collisions._pair_cache = pairs  # replaced, never written into, by a step
 
     def _limit_strain(self, dt: float, only_if_over: bool = False) -> int:
         """Apply the material's strain limit after a step of length dt; returns passes.

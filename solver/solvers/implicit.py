@@ -49,6 +49,7 @@ class ImplicitSolver(ClothSolver):
     """Implicit Baraff–Witkin cloth (see module docstring)."""
 
     name = "implicit"
+    carried = ("contacts", "recycled")  # the contacts' history and the deflation space
 
     def __init__(self, model: ClothModel, settings: SolverSettings, gravity: np.ndarray):
         settings = settings.resolved()  # the quality's values where the settings leave them
@@ -144,7 +145,8 @@ class ImplicitSolver(ClothSolver):
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
-        n = self._substeps_for_self_contact(frame_dt, self.settings.substeps or DEFAULT_SUBSTEPS)
+        n = self.step_refinement * self._substeps_for_self_contact(
+            frame_dt, self.settings.substeps or DEFAULT_SUBSTEPS)
         h = frame_dt / n
         iters = 0
         newton0 = self.newton_count

@@ -117,6 +117,7 @@ class MassSpringSolver(ClothSolver):
     """Explicit mass-spring cloth (see module docstring)."""
 
     name = "mass_spring"
+    carried = ("_accel",)  # velocity Verlet's acceleration at the end of the last step
 
     def __init__(self, model: ClothModel, settings: SolverSettings, gravity: np.ndarray):
         super().__init__(model, settings, gravity)
@@ -138,14 +139,16 @@ class MassSpringSolver(ClothSolver):
                                                                                integrator)
         self.split_damping = damped < DAMPING_SPLIT * undamped
         self.last_stable_step = undamped if self.split_damping else damped
-        needed = math.ceil(frame_dt / (self.settings.stability_safety * self.last_stable_step))
+        # a frame retried after a blow-up takes step_refinement times finer steps
+        needed = self.step_refinement * math.ceil(
+            frame_dt / (self.settings.stability_safety * self.last_stable_step))
         if needed > self.settings.max_substeps:
             raise StepLimitError(
                 f"the mass_spring model needs {needed:,} substeps per frame to stay stable "
                 f"here (stable step {self.last_stable_step:.2e} s), more than max_substeps = "
                 f"{self.settings.max_substeps:,}; use the implicit model, a lower stiffness or "
                 "a coarser mesh, or raise max_substeps")
-        return max(1, needed, self.settings.substeps or 1)
+        return max(1, needed, self.step_refinement * (self.settings.substeps or 1))
 
     def _accel_at(self, x, v, wind, soft):
         if self.split_damping:  # the forces at rest velocity; damping follows in _damp
