@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from scenarios import SOFT, hanging_cloth
-from solver import Collider, SimulationSpec, SolverSettings, simulate
+from solver import Collider, SolverSettings, simulate
 from solver.simulation import MAX_RETRIES, Simulation
 from solver.solvers.base import BlowUpError
 from solver.solvers.implicit import ImplicitSolver
