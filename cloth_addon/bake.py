@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh, Simulation,
-                      SimulationSpec, SolverSettings, Wind)
+                      SimulationSpec, SolverSettings, Wind, sew_lines)
 from . import bake_status, blender_physics, modifier_stack, shape_keys, units
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)
@@ -376,11 +376,12 @@ class BakeJob:
 
     # ---- simulations ----
 
-    def _spec(self, cloth, colliders, settings) -> SimulationSpec:
+    def _spec(self, cloth, colliders, settings, seams=None) -> SimulationSpec:
         scene = self.scene
         return SimulationSpec(cloth, settings, frames=self.frames, fps=frame_rate(scene),
                               gravity=units.gravity(scene), wind=self.wind, colliders=colliders,
-                              wind_frames=self.wind_frames)
+                              wind_frames=self.wind_frames,
+                              seams=np.zeros((0, 2), np.int64) if seams is None else seams)
 
     def _build(self, inputs, colliders) -> list[Group]:
         """Cloths with equal solver settings simulate together (one model, shared colliders);
@@ -392,8 +393,9 @@ class BakeJob:
         for batch in batches.values():
             names = ", ".join(f"'{c.obj.name}'" for c in batch)
             cloth = batch[0].setup if len(batch) == 1 else tuple(c.setup for c in batch)
+            seams = _seams_between(batch, inputs)
             try:
-                sim = Simulation(self._spec(cloth, colliders, batch[0].settings))
+                sim = Simulation(self._spec(cloth, colliders, batch[0].settings, seams))
             except (MeshError, ParameterError, ValueError) as err:
                 raise BakeError(f"{names}: {err}") from None
             groups.append(Group(batch, sim))
@@ -517,6 +519,46 @@ class BakeJob:
                             "written. Bake again")
         shape_keys.check_mesh_owner(obj)
         shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
+
+
+def _seams_between(batch, inputs) -> np.ndarray:
+    """Seams between the cloth objects of one simulation, in its combined vertex numbering:
+    a cloth with Sewing on and a Sew To object has its Seam Group's line (or loop) of
+    vertices sewn, vertex by vertex, to the line of the group of the same name on that object
+    (``solver.sew_lines``: same vertex count, run in the direction that pairs them closest)."""
+    offsets = np.cumsum([0] + [c.setup.mesh.vertex_count for c in batch])
+    index = {c.obj.name: k for k, c in enumerate(batch)}
+    out = [np.zeros((0, 2), np.int64)]
+    for k, c in enumerate(batch):
+        s = c.obj.cloth_solver
+        other = s.sew_to
+        if not s.use_sewing or other is None:
+            continue
+        name = c.obj.name
+        if other.name == name:
+            raise BakeError(f"'{name}' is sewn to itself: seams within one object are its "
+                            "loose edges; clear Sew To")
+        if other.name not in index:
+            why = ("has other solver settings, so it bakes in another simulation; give both "
+                   "the same solver settings" if any(i.obj.name == other.name for i in inputs)
+                   else "is not a cloth of this bake")
+            raise BakeError(f"'{name}' is sewn to '{other.name}', which {why}")
+        if not s.seam_group:
+            raise BakeError(f"'{name}' is sewn to '{other.name}' but has no Seam Group: name "
+                            "the vertex group of the seam line, the same on both objects")
+        j = index[other.name]
+        lines = []
+        for cloth in (c, batch[j]):
+            w = vertex_group_weights(cloth.obj, s.seam_group, what="seam group")
+            lines.append(np.flatnonzero(w > 0.0))
+        try:
+            pairs = sew_lines(c.setup.mesh, lines[0], batch[j].setup.mesh, lines[1],
+                              name=f"seam group '{s.seam_group}' of '{name}' and "
+                                   f"'{other.name}'")
+        except MeshError as err:
+            raise BakeError(str(err)) from None
+        out.append(pairs + offsets[[k, j]])
+    return np.concatenate(out)
 
 
 def _seams(obj, ev) -> np.ndarray:

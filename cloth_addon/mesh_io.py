@@ -121,11 +121,12 @@ class EvaluatedMesh:
             self.mesh = PolyMesh(self.positions, faces[0], faces[1])
 
 
-def vertex_group_weights(obj, group_name: str) -> np.ndarray:
-    """Weights (V,) of vertex group ``group_name`` on the object's own mesh (0 outside it)."""
+def vertex_group_weights(obj, group_name: str, what: str = "pin group") -> np.ndarray:
+    """Weights (V,) of vertex group ``group_name`` on the object's own mesh (0 outside it);
+    ``what`` names the group's use in the error when it does not exist."""
     group = obj.vertex_groups.get(group_name)
     if group is None:
-        raise BakeError(f"'{obj.name}': pin group '{group_name}' does not exist "
+        raise BakeError(f"'{obj.name}': {what} '{group_name}' does not exist "
                         f"(vertex groups: {', '.join(g.name for g in obj.vertex_groups) or 'none'})")
     index = group.index
     weights = np.zeros(len(obj.data.vertices))

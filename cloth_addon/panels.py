@@ -220,6 +220,10 @@ class PHYSICS_PT_cloth_solver_sewing(ClothSolverPanel, bpy.types.Panel):
         layout.active = s.use_sewing
         _field(layout, s, "seam_force")
         layout.label(text="Seams: the mesh's loose edges")
+        layout.prop(s, "sew_to")
+        row = layout.row()
+        row.active = s.sew_to is not None
+        row.prop_search(s, "seam_group", context.object, "vertex_groups", text="Seam Group")
 
 
 class PHYSICS_PT_cloth_solver_collisions(ClothSolverPanel, bpy.types.Panel):

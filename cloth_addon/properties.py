@@ -95,6 +95,10 @@ def _weft_toggled(settings, context):
     _material_changed(settings, context)
 
 
+def _is_mesh(_settings, obj) -> bool:
+    return obj.type == "MESH"
+
+
 def _role_changed(settings, context):
     settings.material_version = MATERIAL_VERSION
     role_changed(settings, context)
@@ -251,6 +255,16 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
                         "sewing springs: each pulls the two vertices it joins together with "
                         "the Seam Force until they meet, then holds them. Off: loose edges are "
                         "ignored"),
+        "sew_to": PointerProperty(
+            name="Sew To", type=bpy.types.Object, update=cloth_settings_changed,
+            poll=_is_mesh,
+            description="Another cloth of the same bake this one is sewn to (a sleeve to a "
+                        "bodice): the Seam Group's line of vertices here is sewn, vertex by "
+                        "vertex, to the line of the group of the same name there"),
+        "seam_group": StringProperty(
+            name="Seam Group", default="", update=cloth_settings_changed,
+            description="Vertex group of the seam line (a line or loop of edges), with the "
+                        "same name and vertex count on the Sew To object"),
         # ---- collider ----
         "thickness": FloatProperty(
             name="Thickness (m)", default=_collider_default("thickness"), min=0.0, max=1.0,

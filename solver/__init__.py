@@ -21,7 +21,8 @@ from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
 # name -> submodule defining it, imported on first access (they load numba)
 _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
-         "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model"}
+         "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model",
+         "sew_lines": "topology"}
 
 
 def __getattr__(name):
@@ -38,5 +39,5 @@ __all__ = [
     "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
-    "preset_dir", "preset_info", "simulate",
+    "preset_dir", "preset_info", "sew_lines", "simulate",
 ]

@@ -232,3 +232,82 @@ def welds(pairs: np.ndarray, vertex_count: int) -> np.ndarray:
     lowest = np.full(label.max() + 1, vertex_count, dtype=np.int64)
     np.minimum.at(lowest, label, np.arange(vertex_count))
     return lowest[label]
+
+
+def seam_line(edges: np.ndarray, vertices: np.ndarray, name: str = "seam"
+              ) -> tuple[np.ndarray, bool]:
+    """``vertices`` in their order along the mesh ``edges`` (E, 2) that join them: an open
+    line (from its end with the lower index) or a closed loop (from its lowest vertex).
+
+    Returns:
+        (ordered vertices (n,) int64, closed). Raises MeshError naming the problem when the
+        vertices do not form one simple line or loop.
+    """
+    from .mesh import MeshError
+
+    verts = np.unique(np.asarray(vertices, dtype=np.int64))
+    if len(verts) < 2:
+        raise MeshError(f"{name}: a seam line needs at least 2 vertices, got {len(verts)}")
+    inside = np.zeros(int(max(verts.max(), edges.max(initial=0))) + 1, bool)
+    inside[verts] = True
+    e = edges[inside[edges[:, 0]] & inside[edges[:, 1]]]
+    nbr: dict[int, list[int]] = {int(v): [] for v in verts}
+    for a, b in e:
+        nbr[int(a)].append(int(b))
+        nbr[int(b)].append(int(a))
+    branch = [v for v, n in nbr.items() if len(n) > 2]
+    if branch:
+        raise MeshError(f"{name}: vertex {branch[0]} has {len(nbr[branch[0]])} neighbours in "
+                        "the seam line; it must be a single line or loop of edges")
+    ends = sorted(v for v, n in nbr.items() if len(n) < 2)
+    closed = not ends
+    start = int(verts[0]) if closed else ends[0]
+    order, prev = [start], -1
+    while True:
+        step = [n for n in nbr[order[-1]] if n != prev]
+        if not step or (closed and step[0] == start):
+            break
+        prev = order[-1]
+        order.append(step[0])
+    if len(order) != len(verts):
+        raise MeshError(f"{name}: its {len(verts)} vertices are not joined by edges into one "
+                        f"line or loop ({len(order)} of them are)")
+    return np.array(order, dtype=np.int64), closed
+
+
+def match_seam_lines(a: np.ndarray, a_closed: bool, xa: np.ndarray, b: np.ndarray,
+                     b_closed: bool, xb: np.ndarray, name: str = "seam") -> np.ndarray:
+    """Vertex pairs (n, 2) joining two seam lines (``seam_line``) vertex by vertex, line b
+    run forwards or backwards (and, for loops, started where) the pairs are closest in all at
+    positions xa, xb [m] (the layout an artist makes: the two edges that meet face each other).
+    Raises MeshError when the lines differ in vertex count or one is closed and the other not.
+    """
+    from .mesh import MeshError
+
+    if len(a) != len(b):
+        raise MeshError(f"{name}: the seam lines have {len(a)} and {len(b)} vertices; sewn "
+                        "vertex by vertex, they need the same number")
+    if a_closed != b_closed:
+        raise MeshError(f"{name}: one seam line is a closed loop and the other is not")
+    pa = xa[a]
+    best, pairs = np.inf, b
+    for seq in (b, b[::-1]):
+        for shift in range(len(b) if a_closed else 1):
+            cand = np.roll(seq, -shift)
+            cost = float(np.sum((pa - xb[cand]) ** 2))
+            if cost < best:
+                best, pairs = cost, cand
+    return np.stack([a, pairs], 1)
+
+
+def sew_lines(mesh_a: PolyMesh, vertices_a, mesh_b: PolyMesh, vertices_b,
+              name: str = "seam") -> np.ndarray:
+    """Seam pairs (n, 2) (vertex of mesh_a, vertex of mesh_b) joining the line or loop of
+    ``vertices_a`` along mesh_a's polygon edges to that of ``vertices_b`` vertex by vertex
+    (``seam_line``, ``match_seam_lines``, at the meshes' positions). MeshError says why not."""
+    lines = []
+    for mesh, verts in ((mesh_a, vertices_a), (mesh_b, vertices_b)):
+        edges, _ = unique_edges(polygon_edge_pairs(mesh)[0])
+        lines.append(seam_line(edges, verts, name))
+    (a, ca), (b, cb) = lines
+    return match_seam_lines(a, ca, mesh_a.positions, b, cb, mesh_b.positions, name)

@@ -220,3 +220,31 @@ def test_scene_file_seam_errors_exit_2_naming_the_key(tmp_path, capsys, line, me
         load_scene(path)
     assert main(["run", str(path), "--out", str(tmp_path / "r.npz")]) == 2
     assert capsys.readouterr().err.startswith(f"error: {message}")
+
+
+# ---- seam lines between objects (the add-on's Sew To) ----
+
+def test_sew_lines_pairs_two_edges_vertex_by_vertex_facing_each_other():
+    from solver import sew_lines
+    a = grid_mesh((0.2, 0.2), (4, 4), (-0.15, 0.0, 1.0))
+    b = grid_mesh((0.2, 0.2), (4, 4), (0.15, 0.0, 1.0))
+    right, left = 4 * np.arange(4) + 3, 4 * np.arange(4)
+    pairs = sew_lines(a, right[::-1], b, left)  # any order of the group's vertices
+    assert pairs.tolist() == np.stack([right, left], 1).tolist()
+    # the second panel turned upside down: its line runs the other way
+    flipped = PolyMesh(b.positions * [1, -1, 1], b.face_indices, b.face_offsets)
+    assert sew_lines(a, right, flipped, left).tolist() == \
+        np.stack([right, left[::-1]], 1).tolist()
+    # loops: the boundary rings of two panels, stacked 5 cm apart, paired where closest
+    ring = np.array([0, 1, 2, 3, 7, 11, 15, 14, 13, 12, 8, 4])
+    up = PolyMesh(a.positions + [0, 0, 0.05], a.face_indices, a.face_offsets)
+    pairs = sew_lines(a, ring, up, np.roll(ring, 5))
+    assert np.array_equal(pairs[:, 0], pairs[:, 1]) and len(pairs) == 12
+    with pytest.raises(MeshError, match="4 and 5 vertices"):
+        sew_lines(a, right, b, np.append(left, 1))
+    with pytest.raises(MeshError, match="vertex 1 has 3 neighbours"):
+        sew_lines(a, right, b, [0, 1, 2, 5])
+    with pytest.raises(MeshError, match="not joined by edges into one line"):
+        sew_lines(a, right, b, [0, 4, 12, 5])
+    with pytest.raises(MeshError, match="one seam line is a closed loop"):
+        sew_lines(a, ring, grid_mesh((1.1, 0.1), (12, 2)), np.arange(12))

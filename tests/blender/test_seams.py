@@ -75,3 +75,44 @@ def test_a_loose_edge_off_the_faces_is_named_when_sewing():
         bpy.ops.cloth_solver.bake()
     after = [k.name for k in (mesh.shape_keys.key_blocks if mesh.shape_keys else [])]
     assert after == before  # nothing written
+
+
+def _panel(name, x, pinned):
+    """A 0.2 m 5 x 5 panel centred at (x, 0, 1) in its own object, with a vertex group
+    'seam' on its column facing the other panel."""
+    n = 5
+    xs = np.linspace(-0.1, 0.1, n)
+    g = np.stack(np.meshgrid(xs, xs), -1).reshape(-1, 2)
+    pos = np.column_stack([g[:, 0] + x, g[:, 1], np.full(len(g), 1.0)])
+    quads = [(j * n + i, j * n + i + 1, (j + 1) * n + i + 1, (j + 1) * n + i)
+             for j in range(n - 1) for i in range(n - 1)]
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([tuple(p) for p in pos], [], quads)
+    mesh.update()
+    obj = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.cloth_solver.role = "CLOTH"
+    column = (n - 1) if x < 0 else 0
+    obj.vertex_groups.new(name="seam").add([j * n + column for j in range(n)], 1.0, "REPLACE")
+    if pinned:
+        obj.vertex_groups.new(name="pins").add([j * n for j in range(n)], 1.0, "REPLACE")
+        obj.cloth_solver.pin_group = "pins"
+    return obj
+
+
+def test_a_seam_between_two_objects_closes():
+    """A sleeve sewn to a bodice, in small: two objects, a vertex group 'seam' on each, the
+    first sewn to the second."""
+    left, right = _panel("Bodice", -0.13, True), _panel("Sleeve", 0.13, False)
+    bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 13
+    bpy.context.view_layer.update()
+    s = left.cloth_solver
+    s.use_sewing, s.sew_to, s.seam_group = True, right, "seam"
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    a, b = evaluated_world(left, 13), evaluated_world(right, 13)
+    gaps = np.linalg.norm(a[np.arange(5) * 5 + 4] - b[np.arange(5) * 5], axis=1)
+    assert gaps.max() < s.cloth_thickness
+    # a seam group of another vertex count is named, and nothing is baked
+    right.vertex_groups["seam"].add([1], 1.0, "REPLACE")
+    with pytest.raises(RuntimeError, match="seam lines have 5 and 6 vertices"):
+        bpy.ops.cloth_solver.bake()
