@@ -68,6 +68,7 @@ class Group:
     max_strain: float = 0.0
     deepest_penetration_m: float = 0.0
     intersections: int = 0  # most intersecting triangle pairs in one frame
+    retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
 
 
 @dataclass
@@ -83,10 +84,16 @@ class BakeSummary:
     skipped: list[str] = field(default_factory=list)  # "cloth 'Name' (why)" per skipped object
     warnings: list[str] = field(default_factory=list)  # what the user should know (Cloth modifier)
     notes: list[str] = field(default_factory=list)  # inputs taken from Blender's physics
+    retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
 
     def text(self) -> str:
         pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
                f"{self.intersections} intersecting triangle pairs at most")
+        if self.retried:
+            frames = sorted(self.retried)
+            shown = ", ".join(str(f) for f in frames[:5]) + (", …" if len(frames) > 5 else "")
+            pen += (f"; {sum(self.retried.values())} retries with finer steps after a blow-up "
+                    f"(frames {shown})")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         more = "".join(f"; {text}" for text in self.notes + self.warnings)
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
@@ -423,12 +430,19 @@ class BakeJob:
         g.max_strain = max(g.max_strain, rep.max_strain)
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
         g.intersections = max(g.intersections, rep.self_intersections + rep.collider_crossings)
+        retried = ""
+        if rep.retries:
+            frame = self.frame_start + rep.frame
+            g.retried[frame] = g.retried.get(frame, 0) + rep.retries
+            retried = (f", blew up and retried {rep.retries}x: steps 1/{rep.step_refinement} "
+                       "of the usual")
         self.frames_done += 1
         if self.log is not None:
             names = ",".join(c.obj.name for c in g.cloths)
             self.log(f"cloth_solver: frame {self.frame_start + rep.frame} "
                      f"({self.frames_done}/{self.total_frames}) {names}: "
-                     f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%")
+                     f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%"
+                     f"{retried}")
         if g.simulation.done:
             self._group += 1
         return self._group < len(self.groups)
@@ -496,7 +510,8 @@ class BakeJob:
             deepest_penetration_m=max(g.deepest_penetration_m for g in self.groups),
             intersections=max(g.intersections for g in self.groups),
             models=sorted({g.simulation.result.model_name for g in self.groups}),
-            skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes))
+            skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes),
+            retried=_merged(g.retried for g in self.groups))
         self.scene.cloth_solver.last_report = summary.text()
         _running.discard(self)
         return summary
@@ -575,6 +590,15 @@ def _seams(obj, ev) -> np.ndarray:
                         f"and {b} has an end on no face; a seam joins two vertices of the "
                         "cloth's faces. Delete that edge or turn Sewing off")
     return ev.loose_edges
+
+
+def _merged(counts) -> dict:
+    """Sum per-frame counts over groups."""
+    out: dict = {}
+    for c in counts:
+        for frame, n in c.items():
+            out[frame] = out.get(frame, 0) + n
+    return out
 
 
 def free_all(scene) -> list[str]:

@@ -6,7 +6,7 @@ keeping the frames before it.
 
 A frame that blows up (BlowUpError: non-finite state, or a vertex over ``max_speed``) is first
 simulated again from its start with steps half as long, up to MAX_RETRIES times, as Baraff &
-Witkin's adaptive step halves a step that went wrong ([Baraff1998] §5.1, docs/references.md);
+Witkin's adaptive step halves a step that went wrong ([Baraff1998], docs/references.md);
 the frame after a rescued one starts with steps twice as long as those that worked, back to the
 solver's own. The state at the start of the frame is restored exactly (positions, velocities
 and what the solver's steps hand on: ClothSolver.carried), so a bake stays deterministic, and a
