@@ -121,6 +121,9 @@ def _print_progress(report: dict[str, Any]) -> None:
         parts.append(f"{1e3 * report['wall_time_s']:.1f} ms")
     if isinstance(report.get("max_strain"), (int, float)):
         parts.append(f"max strain {100 * report['max_strain']:.1f}%")
+    if report.get("retries"):  # the frame blew up and was simulated again with finer steps
+        parts.append(f"blew up, retried {report['retries']}x (steps "
+                     f"1/{report.get('step_refinement', '?')})")
     print("  ".join(parts), file=sys.stderr, flush=True)
 
 

@@ -121,3 +121,14 @@ def test_a_normal_bake_reports_no_retries(model):
     assert r.error is None
     assert all(f.retries == 0 and f.step_refinement == 1 for f in r.frames)
     assert r.report()["totals"]["retries"] == 0
+
+
+def test_the_cli_progress_line_names_a_retried_frame(capsys):
+    from solver.cli import _print_progress
+    _print_progress({"frame": 3, "frames": 6, "wall_time_s": 0.002, "max_strain": 0.01,
+                     "retries": 2, "step_refinement": 4})
+    _print_progress({"frame": 4, "frames": 6, "wall_time_s": 0.002, "max_strain": 0.01,
+                     "retries": 0, "step_refinement": 2})
+    assert capsys.readouterr().err.splitlines() == [
+        "frame 3/6  2.0 ms  max strain 1.0%  blew up, retried 2x (steps 1/4)",
+        "frame 4/6  2.0 ms  max strain 1.0%"]
