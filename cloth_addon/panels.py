@@ -241,7 +241,7 @@ class PHYSICS_PT_cloth_solver_collisions(ClothSolverPanel, bpy.types.Panel):
 
 
 class PHYSICS_PT_cloth_solver_quality(ClothSolverPanel, bpy.types.Panel):
-    bl_label = "Quality"
+    bl_label = "Steps"  # the Quality menu (Final / Preview) is in the main panel
     bl_parent_id = "PHYSICS_PT_cloth_solver"
     bl_options = {"DEFAULT_CLOSED"}
     role = {"CLOTH"}

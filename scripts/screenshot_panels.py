@@ -13,6 +13,7 @@ resolution scale 1, so what is cut here is cut for an artist too. Writes, each c
 drawn panels:
 
 - ``cloth_new.png``: a new cloth (the Cotton preset in the header, its material);
+- ``quality_preview.png``: the same with the Quality menu set to Preview;
 - ``material_edited.png``: Denim applied (its own weft: the toggle on), then the bending
   stiffness edited ("Denim (edited)");
 - ``cloth_baked.png``: after *Bake Cloth* (the bake record);
@@ -108,6 +109,10 @@ def steps():
     area.spaces[0].context = "PHYSICS"
     yield 1.0
     shot("cloth_new", win, area)
+    cloth.cloth_solver.quality = "PREVIEW"
+    yield 1.0
+    shot("quality_preview", win, area)
+    cloth.cloth_solver.quality = "FINAL"
     with bpy.context.temp_override(window=win, screen=win.screen, area=area):
         bpy.ops.cloth_solver.preset_apply(name="denim")
     cloth.cloth_solver.bend_stiffness_display = 20.0  # µN·m (Denim: 17)
