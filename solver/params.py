@@ -202,8 +202,6 @@ MODEL_NAMES = ("mass_spring", "implicit")
 INTEGRATOR_NAMES = ("symplectic_euler", "velocity_verlet", "rk4")
 BENDING_NAMES = ("angular", "flexion")
 PRECONDITIONER_NAMES = ("factor", "incomplete_cholesky", "jacobi")
-
-
 QUALITY_NAMES = ("final", "preview")
 
 # A quality is a named bundle of the implicit model's settings below. Each bundled field
@@ -216,9 +214,10 @@ QUALITIES: dict[str, dict[str, Any]] = {
     "preview": {"newton_residual": 0.1},
 }
 QUALITY_DOCS = {
-    "final": "Full accuracy: Newton iterates each step until it converges (the default)",
-    "preview": "Faster: a second Newton iteration only where the first leaves a large "
-               "residual; the same strain limit and collisions",
+    "final": "Full accuracy (the default): every step runs its Newton iterations until the "
+             "update is small or their cap is reached",
+    "preview": "Faster: a step's second Newton iteration runs only where the first leaves a "
+               "large residual; the same strain limit and collisions",
 }
 
 

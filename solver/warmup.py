@@ -96,6 +96,11 @@ def _pieces(material_full: MaterialParams) -> tuple[ClothSetup, ...]:
             ClothSetup(top, material_full))
 
 
+# a corner of the second piece sewn to the sheet (vertex 64, the first of the second piece in
+# the combined numbering): sewing's kernel, and contact tests with a seam's two vertices
+SEAMS = np.array([[36, 64]], dtype=np.int64)
+
+
 def _colliders(analytic: bool = False) -> tuple[Collider, ...]:
     """A static box, a box rising under the cloth and one pushed up through it (the add-on's
     colliders are meshes); ``analytic``: also a sphere and a plane (scene files)."""
@@ -154,7 +159,7 @@ def scenes() -> list[tuple[str, SimulationSpec]]:
             name = f"{label}{', self-collision' if self_collision else ''}"
             out.append((f"{name}, mesh colliders",
                         SimulationSpec(_pieces(full), s, frames=FRAMES, wind=wind,
-                                       colliders=_colliders())))
+                                       colliders=_colliders(), seams=SEAMS)))
             # colliders far below, no contact at all: numba types a column of an empty or
             # one-row array as contiguous, so kernels meet other argument types than with
             # contacts

@@ -52,7 +52,8 @@ for model, integrator in (("implicit", "symplectic_euler"), ("mass_spring", "rk4
         cloth = grid_mesh((0.7, 0.7), (11, 11), (0.0, 0.0, 0.03))
         pins = np.array([0, 10], dtype=np.int64)
         targets = np.repeat(cloth.positions[pins][None], frames + 1, axis=0)
-        setup = ClothSetup(cloth, load_preset("cotton"), pins, np.ones(2), targets)
+        seams = np.array([[5, 115]]) if selfc else None  # sewn: the seam kernel's signature
+        setup = ClothSetup(cloth, load_preset("cotton"), pins, np.ones(2), targets, seams=seams)
         settings = SolverSettings(model=model, integrator=integrator, self_collision=selfc)
         colliders = (Collider("mesh", mesh=table, positions=lift, thickness=0.004),)
         spec = SimulationSpec(setup, settings, frames=frames, fps=25.0, colliders=colliders,
