@@ -139,8 +139,12 @@ def blender_threads() -> int:
 
 
 def build_scene(resolution: int, frames: int, scene: str = "hanging", quality: int | None = None,
-                preset: str = "default", self_collision: bool = False):
-    """Reset Blender and build the scene. Returns (cloth object, rest positions, edges)."""
+                preset: str = "default", self_collision: bool = False,
+                stiffness: float | None = None, sphere_segments: tuple[int, int] = (32, 16)):
+    """Reset Blender and build the scene. Returns (cloth object, rest positions, edges).
+
+    ``stiffness`` sets tension = compression = shear stiffness (None: the preset's);
+    ``sphere_segments`` is the collider's (segments, rings)."""
     if scene not in SCENES:
         raise ValueError(f"scene must be one of {SCENES}, got {scene!r}")
     if preset.lower() not in PRESETS:
@@ -169,6 +173,8 @@ def build_scene(resolution: int, frames: int, scene: str = "hanging", quality: i
     _apply_preset(cs, preset.lower())
     if quality is not None:
         cs.quality = int(quality)
+    if stiffness is not None:
+        cs.tension_stiffness = cs.compression_stiffness = cs.shear_stiffness = float(stiffness)
     if scene == "hanging":
         vg = obj.vertex_groups.new(name="pin")
         vg.add([(n - 1) * n, n * n - 1], 1.0, "REPLACE")
@@ -180,7 +186,7 @@ def build_scene(resolution: int, frames: int, scene: str = "hanging", quality: i
     pc.frame_start = 1
     pc.frame_end = frames
     if scene == "sphere":
-        _uv_sphere(0.5)
+        _uv_sphere(0.5, *sphere_segments)
     return obj, pos, edges
 
 
@@ -200,7 +206,8 @@ def _world_positions(obj, depsgraph) -> np.ndarray:
 def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: int | None = None,
                 preset: str = "default", self_collision: bool = False,
                 return_positions: bool = False, save_positions: str | None = None,
-                every_frame: bool = False) -> dict:
+                every_frame: bool = False, stiffness: float | None = None,
+                sphere_segments: tuple[int, int] = (32, 16)) -> dict:
     """Simulate ``frames`` frames with Blender's Cloth modifier and return timings and strain.
 
     Args:
@@ -211,6 +218,8 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         quality: cloth quality steps per frame; None keeps the preset's value (5 for default).
         preset: "default" (modifier defaults = Cotton) or a Blender cloth preset name.
         self_collision: turn on cloth self-collision.
+        stiffness: tension = compression = shear stiffness (None: the preset's).
+        sphere_segments: the sphere collider's (segments, rings).
         return_positions: add "positions" (list of [x, y, z], world space) to the result.
         save_positions: path of a .npy file to write the final float32 positions to.
         every_frame: add "frame_positions", a (frames, V, 3) float64 array of every frame's
@@ -221,7 +230,8 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
     ``init_ms`` is frame 1 (cloth setup + first depsgraph evaluation).
     """
     t0 = time.perf_counter()
-    obj, rest, edges = build_scene(resolution, frames, scene, quality, preset, self_collision)
+    obj, rest, edges = build_scene(resolution, frames, scene, quality, preset, self_collision,
+                                   stiffness, sphere_segments)
     sc = bpy.context.scene
     cs = obj.modifiers["Cloth"].settings
     setup_ms = (time.perf_counter() - t0) * 1e3
@@ -252,6 +262,7 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         "edges": int(edges.shape[0]),
         "frames": int(frames),
         "quality": int(cs.quality),
+        "stiffness": float(cs.tension_stiffness),
         "preset": preset,
         "self_collision": bool(self_collision),
         "ms_per_frame": [round(x, 3) for x in ms],
