@@ -316,3 +316,49 @@ def _from_mapping(cls, values, base, prefix):
                 raise ParameterError(full, f"expected true or false, got {value!r}")
             out[key] = value
     return cls(**out)
+
+
+@dataclass(frozen=True)
+class YarnParams:
+    """A yarn for the yarn-level knit model (solver/yarn/, docs/yarn.md), in SI units.
+
+    Kaldor's Table 4.1 ([Kaldor2011] p.34, "Simulation" column, wool worsted) is in g, cm, s;
+    the defaults are its values converted: r = 0.125 cm; m = 0.006 g/cm = 6e-4 kg/m;
+    k_contact = 3250 g/s² = 3.25 N/m; k_dn = 0.01–0.05 g/(cm²·s) = 0.1–0.5 kg/(m²·s);
+    k_dt = 0.001–0.005 g/(cm²·s) = 0.01–0.05 kg/(m²·s) (1 g/(cm²·s) = 10 kg/(m²·s)).
+    Except the bending: his k_bend = 5 g·cm²/s² = 5e-7 N·m² in E = k_bend·∫κ² ds (eq. 4.4) is
+    B = 2·k_bend = 1e-6 N·m² in E = ½·B·∫κ² ds, and with his contact stiffness read as eq. 4.7
+    writes it, loops that stiff spring open faster than contact holds them (docs/yarn.md). The
+    default is instead the free-fibre estimate of a wool worsted yarn, B = N·E_f·π·d_f⁴/64 with
+    N = 1460 fibres (0.6 g/m over 0.41 g/km per 20 µm wool fibre, density 1310 kg/m³) and
+    E_f = 3 GPa: 3.5e-8 N·m² (fibres slip past each other, so a yarn bends like its fibres
+    side by side, not like a solid rod).
+    """
+
+    radius: float = _spec(
+        1.25e-3, "m", "yarn radius r (contact begins at a centreline distance of 2r)",
+        0.0, 0.05, exclusive_min=True, display=Display("mm", 1e3, "Radius", 2, soft_max=5.0))
+    linear_density: float = _spec(
+        6.0e-4, "kg/m", "mass per unit length of yarn", 0.0, 1.0, exclusive_min=True,
+        display=Display("g/m", 1e3, "Linear Density", 3, soft_max=5.0))
+    bend_stiffness: float = _spec(
+        3.5e-8, "N·m²", "flexural rigidity B: bending energy ½·B·∫κ² ds (Kaldor's k_bend = B/2)",
+        0.0, 1.0, display=Display("µN·m²", 1e6, "Bending", 3, soft_max=100.0))
+    contact_stiffness: float = _spec(
+        3.25, "N/m", "k_contact of the yarn–yarn penalty E = k·ℓi·ℓj·∬f(dist/2r) (Kaldor "
+        "eq. 4.7)", 0.0, 1.0e6, exclusive_min=True,
+        display=Display("N/m", 1.0, "Contact", 2, soft_max=100.0))
+    contact_damping_normal: float = _spec(
+        0.3, "kg/(m²·s)", "k_dn: damping of the normal relative velocity of touching yarn "
+        "(Kaldor eq. 4.10)", 0.0, 1.0e4,
+        display=Display("kg/m²/s", 1.0, "Normal Damping", 3, soft_max=10.0))
+    contact_damping_tangential: float = _spec(
+        0.03, "kg/(m²·s)", "k_dt: damping of the tangential relative velocity of touching "
+        "yarn, a stand-in for sliding friction (Kaldor eq. 4.10)", 0.0, 1.0e4,
+        display=Display("kg/m²/s", 1.0, "Tangential Damping", 3, soft_max=1.0))
+
+    @classmethod
+    def from_mapping(cls, values: dict[str, Any], base: "YarnParams | None" = None,
+                     prefix: str = "yarn") -> "YarnParams":
+        """Build from a dict, validating every key; unknown keys raise ParameterError."""
+        return _from_mapping(cls, values, base, prefix)

@@ -10,7 +10,7 @@ from solver.yarn.stitches import PATTERNS, knit_swatch, purl_mask
 R = 1.25e-3          # Kaldor's wool worsted radius [m]
 W, H = 5.6e-3, 4.2e-3  # worsted gauge: 18 stitches and 24 courses per 10 cm
 # Smallest distance between non-neighbouring segments in a generated layout, in diameters.
-LAYOUT_CLEARANCE = 0.25
+LAYOUT_CLEARANCE = 0.2
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
@@ -30,12 +30,12 @@ def test_layout_has_the_stitch_counts_and_the_gauge(pattern):
         peaks = np.nonzero((y[1:-1] > y[:-2]) & (y[1:-1] >= y[2:]))[0] + 1
         assert len(peaks) == 8
         assert np.allclose(np.sort(np.diff(np.sort(c[peaks, 0]))), W)
-        assert np.allclose(y[peaks], j * H + H / 1.7)
+        assert np.allclose(y[peaks], j * H + H / 1.4)
     # the swatch is stitches × w wide (within the course) and courses × H tall, head to sinker
     inside = (x[:, 0] >= 0) & (x[:, 0] <= 8 * W)
     assert x[inside, 0].min() == pytest.approx(0.0, abs=1e-12)
     assert x[inside, 0].max() == pytest.approx(8 * W)
-    assert x[:, 1].max() - x[:, 1].min() == pytest.approx(5 * H + 2 * H / 1.7)
+    assert x[:, 1].max() - x[:, 1].min() == pytest.approx(5 * H + 2 * H / 1.4)
     assert np.abs(x[:, 2]).max() <= 1.3 * R + 1e-12
 
 
@@ -58,7 +58,7 @@ def test_purl_columns_of_the_rib_are_the_knit_columns_mirrored_in_depth():
     # those of a purl column behind
     x = sw.positions
     c = x[sw.course_points[1]:sw.course_points[1] + 8 * 12]
-    mid = np.abs(c[:, 1] - 1 * H) < 0.3 * H / 1.7
+    mid = np.abs(c[:, 1] - 1 * H) < 0.3 * H / 1.4
     col = np.floor(c[:, 0] / W).astype(int)
     knit_cols = (col % 4 < 2) & (col >= 0) & (col < 8)
     purl_cols = (col % 4 >= 2) & (col >= 0) & (col < 8)
@@ -71,7 +71,7 @@ def test_purl_columns_of_the_rib_are_the_knit_columns_mirrored_in_depth():
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("gauge", [(W, H), (5.0e-3, 4.0e-3)])
-def test_no_two_non_neighbouring_segments_are_closer_than_a_quarter_diameter(pattern, gauge):
+def test_no_two_non_neighbouring_segments_are_closer_than_a_fifth_of_a_diameter(pattern, gauge):
     sw = knit_swatch(pattern, 8, 6, gauge[0], gauge[1], R)
     s = Segments.of(sw.yarn_offsets, sw.positions)
     gap = clearance(sw.positions, s.seg, s.rest, s.yarn, s.arc, R)
@@ -85,3 +85,21 @@ def test_bad_arguments_are_refused():
         knit_swatch("stockinette", 3, 3, W, -H, R)
     with pytest.raises(ValueError):
         knit_swatch("stockinette", 3, 3, W, H, R, points_per_stitch=4)
+
+
+def test_the_yarn_ends_are_glued_to_the_next_course_and_loops_are_numbered():
+    sw = knit_swatch("garter", 5, 4, W, H, R)
+    assert sw.ties.shape == (2, 2)
+    (a, b), (c, d) = sw.ties
+    assert a == 0 and sw.course_points[1] <= b < sw.course_points[2]
+    assert c == len(sw.positions) - 1 and sw.course_points[2] <= d < sw.course_points[3]
+    assert np.linalg.norm(sw.positions[a] - sw.positions[b]) < W
+    assert sw.loops.shape == (len(sw.positions),)
+    assert sorted(set(sw.loops)) == list(range(20))
+    # a loop's points lie around its own column and course
+    for loop in (0, 7, 19):
+        j, i = divmod(loop, 5)
+        pts = sw.positions[sw.loops == loop]
+        assert np.median(pts[:, 0]) == pytest.approx((i + 0.5) * W, abs=0.5 * W)
+        assert np.median(pts[:, 1]) == pytest.approx(j * H, abs=0.6 * H)
+    assert knit_swatch("seed", 4, 1, W, H, R).ties.shape == (0, 2)

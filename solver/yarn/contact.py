@@ -48,7 +48,7 @@ def _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
 
 @njit
 def contact_forces(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn,
-                   k_dt, n_quad, force):
+                   k_dt, n_quad, force, stiffness):
     """Add the contact penalty and damping forces of candidate segment pairs to ``force``.
 
     Each segment is sampled at n_quad midpoints (weight 1/n_quad); a sample pair closer than a
@@ -62,6 +62,8 @@ def contact_forces(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_conta
         pairs: (K, 2) candidate segment pairs.
         radius: r [m]; k_contact [N/m]; k_dn, k_dt [kg/(m²·s)]; n_quad samples per segment.
         force: (P, 3) [N], added to.
+        stiffness: (P,) [N/m], added to: each point's share of the penalty's stiffness along the
+            contact normal, k·ℓi·ℓj·w·f″(d)/(2r)² with f″ = 6/d⁴ + 2, for the stable step.
 
     Returns:
         (energy [J], number of sample pairs in contact, smallest d = dist/2r seen (1 if none)).
@@ -95,6 +97,11 @@ def contact_forces(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_conta
                 energy += k_contact * scale * f
                 touching += 1
                 d_min = min(d_min, d)
+                kk = k_contact * scale * (6.0 / (d * d * d * d) + 2.0) / (diameter * diameter)
+                stiffness[a0] += (1 - s) * kk
+                stiffness[a1] += s * kk
+                stiffness[b0] += (1 - t) * kk
+                stiffness[b1] += t * kk
                 nx, ny, nz = dx / dist, dy / dist, dz / dist
                 # −dE/d(dist): positive pushes the second sample away from the first
                 push = -k_contact * scale * fp / diameter

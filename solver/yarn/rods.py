@@ -88,7 +88,7 @@ def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> 
 
 
 @njit
-def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter):
+def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len):
     """Fast projection of the segment lengths onto ``target`` [m] (Goldenthal et al. 2007,
     Algorithm 1 with lumped mass, as Kaldor §4.3.1), in place on x (P, 3).
 
@@ -99,9 +99,14 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter):
     compliance_k = 1/(k_k·h²) gives a stiff linear spring k_k [N/m] (the relaxation's "linear
     yarns", one implicit XPBD step; lam [m·kg] carries λ through the iterations).
 
+    Kaldor's glue constraints (his §4.2.4: a yarn end held to another piece of yarn so the knit
+    cannot unravel from it) are ties (T, 2) of two points kept at distance tie_len (T,) [m],
+    projected point-pair by point-pair after each tridiagonal solve (they couple non-adjacent
+    points, so they stay out of the banded system; they are few).
+
     Args:
         inv_mass: (P,) [1/kg], 0 for pinned points.
-        tol: stop when max |C_k|/ℓ_k ≤ tol (hard constraints only).
+        tol: stop when max |C_k|/ℓ_k ≤ tol (hard constraints only; ties included).
 
     Returns:
         (iterations, max relative violation before the last solve).
@@ -131,6 +136,12 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter):
             c = (e0 * e0 + e1 * e1 + e2 * e2 - l0 * l0) / (2.0 * l0)
             worst = max(worst, abs(c) / l0)
             rhs[k] = -c - compliance[k] * lam[k]
+        for k in range(ties.shape[0]):
+            a = ties[k, 0]
+            b = ties[k, 1]
+            dd = np.sqrt((x[b, 0] - x[a, 0]) ** 2 + (x[b, 1] - x[a, 1]) ** 2
+                         + (x[b, 2] - x[a, 2]) ** 2)
+            worst = max(worst, abs(dd - tie_len[k]) / max(tie_len[k], target[0]))
         if worst <= tol and not soft:
             break
         for k in range(S):
@@ -164,6 +175,23 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter):
             for r in range(3):
                 x[a, r] -= inv_mass[a] * e[k, r] * dp[k]
                 x[b, r] += inv_mass[b] * e[k, r] * dp[k]
+        for k in range(ties.shape[0]):
+            a = ties[k, 0]
+            b = ties[k, 1]
+            wsum = inv_mass[a] + inv_mass[b]
+            d0 = x[b, 0] - x[a, 0]
+            d1 = x[b, 1] - x[a, 1]
+            d2 = x[b, 2] - x[a, 2]
+            dd = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+            if wsum == 0.0 or dd == 0.0:
+                continue
+            corr = (dd - tie_len[k]) / (dd * wsum)
+            x[a, 0] += inv_mass[a] * corr * d0
+            x[a, 1] += inv_mass[a] * corr * d1
+            x[a, 2] += inv_mass[a] * corr * d2
+            x[b, 0] -= inv_mass[b] * corr * d0
+            x[b, 1] -= inv_mass[b] * corr * d1
+            x[b, 2] -= inv_mass[b] * corr * d2
         if soft:
             break
     return it, worst

@@ -8,11 +8,14 @@ right edge in a half-loop, course 1 runs back in −x, and so on. ``yarn_offsets
 Each stitch is one period of a parametric loop, t ∈ [−π, π) (head at t = 0, sinker at ±π),
 course j, stitch i (x across the course, y up the wale, z out of the fabric's face):
 
-    x = w·(i + ½ + (t + a·sin 2t) / 2π)       a > ½ makes the legs cross (a loop, not a wave)
-    y = j·H + h·cos t                          h = H / 1.7: a loop reaches into the one below
-    z = d·cos(π·cos t)·(σ_self·(1 − cos t)/2 + σ_above·(1 + cos t)/2)
+    x = w·(i + ½ + (t + a(t)·sin 2t) / 2π)     a = a_head + (a_neck − a_head)·(1 − cos t)/2
+    y = j·H + h·cos t                          h = H / 1.4: a loop reaches into the one below
+    z = d·D(cos t)·(σ_self·(1 − U(cos t)) + σ_above·U(cos t))
+        D(c) = cos(2π·max(0, |c| − ½)): +1 from the neck to the head's sides, −1 at head and sinker
+        U(c) = smoothstep of c + ½ over [0, 1]: 0 below the neck, 1 above the head's sides
 
-σ = +1 for a knit stitch and −1 for a purl stitch. The feet and lower legs of a loop follow its
+a > ½ bends the legs back, and a larger a in the lower half narrows the loop there into a
+neck, so the legs of the loop above pass inside this loop's (wider) head. σ = +1 for a knit stitch and −1 for a purl stitch. The feet and lower legs of a loop follow its
 own σ (a knit loop is pulled through the loop below from back to front: feet behind, legs in
 front), the upper legs and head follow σ of the stitch above it (the head lies behind the
 legs of a knit loop above and in front of those of a purl loop above), so garter, rib and seed
@@ -34,8 +37,9 @@ PATTERNS = ("stockinette", "garter", "rib2x2", "seed")
 
 # Loop shape (fractions, chosen so the generated layout keeps non-neighbouring yarn segments
 # apart; tests/test_yarn_stitches.py checks the clearance).
-_LEG_CROSS = 0.6         # a: how far the legs swing back (x = t + a sin 2t)
-_LOOP_REACH = 1.7        # H / h
+_HEAD_WIDTH = 1.2        # a at the head: how far the upper legs swing out (x = t + a sin 2t)
+_NECK = 1.6              # a at the sinker: a narrow neck below, inside the head of the loop below
+_LOOP_REACH = 1.4        # H / h
 _TURN_BULGE = 0.45       # how far the edge half-loop bulges out of the swatch, in stitch widths
 _TURN_POINTS = 5         # points inside each edge half-loop
 _DEPTH = 1.3             # loop depth (z amplitude) in yarn radii
@@ -73,6 +77,11 @@ class Swatch:
         course_height: H [m], course spacing along the wale.
         course_points: (courses + 1,) int, where each course's points start in positions (the
             edge half-loops belong to the course before them).
+        loops: (P,) int, the loop j·stitches + i each point belongs to (an edge half-loop to
+            the edge loop it leaves), for the regions of the non-rigid damping.
+        ties: (T, 2) int, Kaldor's glue (§4.2.4): each yarn end is tied to the nearest point of
+            the neighbouring course, so the knit cannot unravel from its ends ((0, 2) for a
+            single course).
     """
 
     positions: np.ndarray
@@ -82,6 +91,8 @@ class Swatch:
     stitch_width: float
     course_height: float
     course_points: np.ndarray
+    loops: np.ndarray
+    ties: np.ndarray
 
     @property
     def segments(self) -> np.ndarray:
@@ -112,7 +123,7 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
 
     Returns:
         the Swatch; the swatch spans x ∈ [0, stitches·w] (plus the edge half-loops), its
-        lowest sinkers lie at y = −H / 1.7 and z ∈ [−1.3 r, 1.3 r].
+        lowest sinkers lie at y = −H / 1.4 and z ∈ [−1.3 r, 1.3 r].
     """
     if stitches < 1 or courses < 1:
         raise ValueError("stitches and courses must be at least 1")
@@ -130,8 +141,14 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
     c = np.cos(t)
     blend = 0.5 * (np.abs(t) / np.pi) ** 4                # 0 at the head, ½ at the sinker
     side = np.where(t >= 0, 1, -1)                        # which neighbour the sinker meets
+    # depth profile: in front of the fabric's mid-plane from the neck (cos t = −½) up to the
+    # head's sides (cos t = ½), diving behind it over the head's top and over the sinker
+    dive = np.cos(2 * np.pi * np.maximum(0.0, np.abs(c) - 0.5))
+    u = np.clip(c + 0.5, 0.0, 1.0)
+    upper = u * u * (3 - 2 * u)                           # 0 below the neck, 1 above the sides
+    swing = _HEAD_WIDTH + (_NECK - _HEAD_WIDTH) * (1 - c) / 2
 
-    rows, course_points = [], [0]
+    rows, loop_rows, course_points = [], [], [0]
     for j in range(courses):
         above = sigma[j + 1] if j + 1 < courses else sigma[j]
         pts = np.empty((stitches, n, 3))
@@ -139,28 +156,31 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
             nb = np.clip(i + side, 0, stitches - 1)
             s_self = sigma[j, i] + (sigma[j, nb] - sigma[j, i]) * blend
             s_above = above[i] + (above[nb] - above[i]) * blend
-            pts[i, :, 0] = w * (i + 0.5 + (t + _LEG_CROSS * np.sin(2 * t)) / (2 * np.pi))
+            pts[i, :, 0] = w * (i + 0.5 + (t + swing * np.sin(2 * t)) / (2 * np.pi))
             pts[i, :, 1] = j * H + h * c
-            pts[i, :, 2] = depth * np.cos(np.pi * c) * (s_self * (1 - c) / 2
-                                                        + s_above * (1 + c) / 2)
+            pts[i, :, 2] = depth * dive * (s_self * (1 - upper) + s_above * upper)
         course = pts.reshape(-1, 3)
         # the course's closing sinker point at its far edge
         end = course[0].copy()
         end[0] = stitches * w
         course = np.vstack([course, end[None]])
+        loop = np.concatenate([np.repeat(np.arange(stitches), n), [stitches - 1]]) + j * stitches
         if j % 2 == 1:
             course = course[::-1].copy()
+            loop = loop[::-1]
         if j + 1 < courses:
             # half-loop up to the next course, bulging out of the swatch on the side it ends
             edge_x = course[-1, 0]
-            out = 1.0 if edge_x > 0 else -1.0
+            out = 1.0 if edge_x > 0.5 * stitches * w else -1.0
             phi = np.pi * np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
             turn = np.empty((_TURN_POINTS, 3))
             turn[:, 0] = edge_x + out * _TURN_BULGE * w * np.sin(phi)
             turn[:, 1] = course[-1, 1] + H * (1 - np.cos(phi)) / 2
             turn[:, 2] = 0.0  # set below, once the next course's first point is known
             course = np.vstack([course, turn])
+            loop = np.concatenate([loop, np.full(_TURN_POINTS, loop[-1])])
         rows.append(course)
+        loop_rows.append(loop)
         course_points.append(course_points[-1] + len(course))
     # Each half-loop's depth goes linearly from its course's last point to the next's first.
     frac = np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
@@ -168,6 +188,15 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
         z0, z1 = rows[j][-_TURN_POINTS - 1, 2], rows[j + 1][0, 2]
         rows[j][-_TURN_POINTS:, 2] = z0 + (z1 - z0) * frac
     positions = np.vstack(rows)
+    ties = []
+    if courses > 1:
+        # the tail (first point, course 0) and the end (last point, last course) to the
+        # nearest point of the course next to them
+        for end, (a, b) in ((0, (course_points[1], course_points[2])),
+                            (len(positions) - 1, (course_points[-3], course_points[-2]))):
+            near = a + int(np.argmin(np.linalg.norm(positions[a:b] - positions[end], axis=1)))
+            ties.append((end, near))
     return Swatch(positions=positions, yarn_offsets=np.array([0, len(positions)], np.int64),
                   radius=float(radius), purl=purl, stitch_width=w, course_height=H,
-                  course_points=np.array(course_points, np.int64))
+                  course_points=np.array(course_points, np.int64),
+                  loops=np.concatenate(loop_rows).astype(np.int64), ties=np.array(ties, np.int64).reshape(-1, 2))

@@ -1,0 +1,245 @@
+"""Time stepping of yarns ([Kaldor2011] §4.3; docs/yarn.md).
+
+One step of length h, Kaldor's Figure 4.3 with the bending made implicit:
+
+1. explicit forces at the start of the step: gravity and yarn–yarn contact with its damping
+   (contact.py), v* = v + h·M⁻¹·f;
+2. bending, whose energy is quadratic (rods.bending_matrix), by backward Euler:
+   (M + h²K)·v⁺ = M·v* − h·K·x, one prefactored sparse solve (pinned points eliminated); it is
+   the stiffest force on millimetre segments and would otherwise need ~20× smaller steps;
+3. x⁺ = x + h·v⁺, then the segment lengths projected back onto their rest lengths by fast
+   projection (rods.project_lengths, Kaldor §4.3.1), v⁺ = (x⁺ − x)/h;
+4. the step is checked: if any non-neighbouring pair of segments ended closer than
+   g = ``guard``·(2r), or any point moved by δ ≥ g, it is thrown away and done as two half
+   steps, recursively (at most ``max_halvings`` times; then YarnStepError). ``refinements``
+   counts the halvings. This is a guarantee, not a heuristic: points move linearly within a
+   step, so two segments' relative motion is at most 2δ, and their distance at any moment of
+   the step is at least max(d₀ − 2δτ, d₁ − 2δ(1 − τ)) ≥ (d₀ + d₁)/2 − δ > 0 for distances
+   d₀, d₁ ≥ g at its ends: no yarn passes through another, and none comes closer than g − δ
+   at any moment.
+
+5. Kaldor's velocity filter of non-rigid motion (damping.py, his eq. 4.11) over the given
+   regions, with α per step scaled to the step length from his α per step of 1/11800 s.
+
+A step is also refined when it is too long for the explicit contact force to be stable: h must
+stay below sqrt(m_i / (2·k_i)) at every point, k_i its share of the contact stiffness; these
+halvings are counted apart (``stability_refinements``) from those that prevent passing through.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from ..params import YarnParams
+from .contact import SegmentTree, contact_forces, min_clearance
+from .damping import filter_nonrigid
+from .rods import Segments, bending_matrix, lumped_masses, project_lengths
+
+# Half Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): with his contact stiffness
+# and a lightly compressed knit the explicit contact needed about that (a relaxed 6 × 6
+# stockinette swatch halved every step of 1/12000 s for stability, and none of 1/24000 s).
+DEFAULT_TIME_STEP = 1.0 / 24000.0
+# Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
+KALDOR_STEP = 1.0 / 11800.0
+
+
+class YarnStepError(RuntimeError):
+    """A step could not be made without yarns passing through each other."""
+
+
+@dataclass
+class StepStats:
+    """Counters since the simulation started."""
+
+    steps: int = 0              # accepted steps (of any length)
+    refinements: int = 0        # halvings of a step that would have let yarns pass through
+    stability_refinements: int = 0  # halvings of a step too long for the contact stiffness
+    projection_iterations: int = 0
+    worst_violation: float = 0.0  # largest relative length error left by a projection
+    min_clearance: float = np.inf  # smallest non-neighbour distance after a step [m]
+
+
+class YarnSimulation:
+    """Yarns under gravity, bending, inextensibility and yarn–yarn contact.
+
+    Args:
+        positions: (P, 3) yarn points [m].
+        yarn_offsets: (Y + 1,) where each yarn's points start.
+        params: the yarn.
+        pins: indices of points held still (default none).
+        ties: (T, 2) point pairs glued at their initial distance (Kaldor's glue constraints on
+            yarn ends; stitches.Swatch.ties), default none.
+        rest: (S,) rest segment lengths [m] (default: as in ``positions``).
+        gravity: (3,) [m/s²].
+        time_step: h [s] of an unrefined step.
+        n_quad: contact samples per segment (Kaldor: 10–20 per spline segment; a polyline
+            segment is shorter, a third of a yarn diameter or less at the usual gauges).
+        guard: g/(2r): a step must end with every non-neighbouring pair at least g apart and
+            move no point by g or more (otherwise it is halved).
+        axial_stiffness: None for inextensible yarns (hard constraints); a value EA [N] makes
+            the yarns linearly elastic with that stiffness (the relaxation's linear yarns).
+        damping_rate: viscous damping of all motion [1/s] (0 in simulation; heavy in the
+            relaxation).
+        regions: (ptr, points) of the non-rigid damping (damping.loop_regions), or None.
+        nonrigid_alpha: Kaldor's α per step of 1/11800 s (Table 4.1: α_small 0.6–0.75 in
+            simulation, 0.3 in relaxation).
+    """
+
+    def __init__(self, positions, yarn_offsets, params: YarnParams, pins=None, ties=None,
+                 rest=None,
+                 gravity=(0.0, 0.0, -9.81), time_step: float = DEFAULT_TIME_STEP,
+                 n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
+                 damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6):
+        self.x = np.array(positions, dtype=np.float64)
+        self.v = np.zeros_like(self.x)
+        self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
+        self.params = params
+        self.segments = Segments.of(self.yarn_offsets, self.x, rest)
+        P = len(self.x)
+        self.mass = lumped_masses(self.segments, P, params.linear_density)
+        self.free = np.ones(P, bool)
+        if pins is not None:
+            self.free[np.asarray(pins, dtype=np.int64)] = False
+        self.inv_mass = np.where(self.free, 1.0 / self.mass, 0.0)
+        self.ties = np.zeros((0, 2), np.int64) if ties is None else \
+            np.asarray(ties, dtype=np.int64).reshape(-1, 2)
+        self.tie_len = np.linalg.norm(self.x[self.ties[:, 1]] - self.x[self.ties[:, 0]], axis=1)
+        self.gravity = np.asarray(gravity, dtype=np.float64)
+        self.h = float(time_step)
+        self.n_quad = int(n_quad)
+        self.guard = float(guard)
+        self.max_halvings = int(max_halvings)
+        self.axial_stiffness = axial_stiffness
+        self.damping_rate = float(damping_rate)
+        self.regions = regions
+        self.nonrigid_alpha = float(nonrigid_alpha)
+        self._stiffness = np.zeros(len(self.x))
+        self.K = bending_matrix(self.segments, P, params.bend_stiffness).tocsc()
+        self._factors: dict[float, object] = {}
+        self.tree = SegmentTree(self.segments.seg, self.x, params.radius)
+        self.time = 0.0
+        self.stats = StepStats()
+        self.contact_energy = 0.0
+
+    # -- pieces of a step ------------------------------------------------------------------
+    def _factor(self, h: float):
+        """LU of (M + h²K) over the free points, cached per step length."""
+        f = self._factors.get(h)
+        if f is None:
+            idx = np.nonzero(self.free)[0]
+            A = sp.diags(self.mass) + (h * h) * self.K
+            f = spla.splu(A[idx][:, idx].tocsc())
+            self._factors[h] = f
+        return f
+
+    def _compliance(self, h: float) -> np.ndarray:
+        if self.axial_stiffness is None:
+            return np.zeros(len(self.segments.rest))
+        k = self.axial_stiffness / self.segments.rest       # N/m per segment
+        return 1.0 / (k * h * h)
+
+    def forces(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Gravity and yarn–yarn contact (penalty and damping) [N] (P, 3) at (x, v)."""
+        p = self.params
+        f = self.mass[:, None] * self.gravity[None, :]
+        s = self.segments
+        pairs = self.tree.pairs(x)
+        self._stiffness[:] = 0.0
+        self.contact_energy, _, _ = contact_forces(
+            x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
+            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f,
+            self._stiffness)
+        return f
+
+    def stable_step(self) -> float:
+        """Longest stable step [s] for the contact stiffness of the last force evaluation."""
+        k = self._stiffness[self.free]
+        if not (k > 0).any():
+            return np.inf
+        return float(np.sqrt(self.mass[self.free][k > 0] / (2.0 * k[k > 0])).min())
+
+    def clearance(self, x: np.ndarray | None = None) -> float:
+        """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
+        x = self.x if x is None else x
+        s = self.segments
+        return float(min_clearance(x, s.seg, s.rest, s.yarn, s.arc, self.tree.pairs(x),
+                                   2.0 * self.params.radius))
+
+    def _try(self, h: float):
+        """One unrefined step of length h from the current state: (x, v, clearance, ok)."""
+        x, v = self.x, self.v
+        f = self.forces(x, v)
+        if h > self.stable_step():
+            return None
+        vs = v + h * self.inv_mass[:, None] * f
+        rhs = self.mass[:, None] * vs - h * (self.K @ x)
+        vn = np.zeros_like(v)
+        idx = np.nonzero(self.free)[0]
+        vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
+        xn = x + h * vn
+        lam = np.zeros(len(self.segments.rest))
+        its, worst = project_lengths(xn, self.inv_mass, self.segments.seg, self.segments.rest,
+                                     self._compliance(h), lam, 1e-6, 20, self.ties,
+                                     self.tie_len)
+        vn = (xn - x) / h
+        if self.damping_rate > 0:
+            vn /= 1.0 + self.damping_rate * h
+        if self.regions is not None and self.nonrigid_alpha > 0:
+            alpha = 1.0 - (1.0 - self.nonrigid_alpha) ** (h / KALDOR_STEP)
+            filter_nonrigid(xn, vn, self.mass, self.free, self.regions[0], self.regions[1],
+                            alpha)
+        gap = self.clearance(xn)
+        moved = np.sqrt(((xn - x) ** 2).sum(axis=1)).max()
+        g = self.guard * 2.0 * self.params.radius
+        ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
+        return xn, vn, gap, ok, its, worst
+
+    def _advance(self, h: float, depth: int) -> None:
+        tried = self._try(h)
+        if tried is None:   # too long for the contact stiffness: halve, counted apart
+            if depth >= self.max_halvings:
+                raise YarnStepError(f"t = {self.time:.6f} s: contact too stiff for a step of "
+                                    f"{h:.3g} s")
+            self.stats.stability_refinements += 1
+            self._advance(h / 2, depth + 1)
+            self._advance(h / 2, depth + 1)
+            return
+        xn, vn, gap, ok, its, worst = tried
+        if not ok:
+            if depth >= self.max_halvings:
+                raise YarnStepError(
+                    f"t = {self.time:.6f} s: a step of {h:.3g} s still brings yarns within "
+                    f"{gap / (2 * self.params.radius):.3f} diameters or moves a point further than "
+                    f"{self.guard} diameters (guard)")
+            self.stats.refinements += 1
+            self._advance(h / 2, depth + 1)
+            self._advance(h / 2, depth + 1)
+            return
+        self.x, self.v = xn, vn
+        self.time += h
+        st = self.stats
+        st.steps += 1
+        st.projection_iterations += its
+        if self.axial_stiffness is None:
+            st.worst_violation = max(st.worst_violation, worst)
+        st.min_clearance = min(st.min_clearance, gap)
+
+    # -- public ----------------------------------------------------------------------------
+    def step(self) -> None:
+        """Advance by one step h (refined into halves where yarns would pass through)."""
+        self._advance(self.h, 0)
+
+    def advance(self, duration: float) -> None:
+        """Advance by ``duration`` [s] (a whole number of steps, at least one)."""
+        for _ in range(max(1, round(duration / self.h))):
+            self.step()
+
+    def yarn_lengths(self) -> np.ndarray:
+        """Current length [m] of each yarn (Y,)."""
+        lengths = self.segments.lengths(self.x)
+        return np.bincount(self.segments.yarn, weights=lengths,
+                           minlength=len(self.yarn_offsets) - 1)

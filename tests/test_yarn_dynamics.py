@@ -1,0 +1,158 @@
+"""Yarn dynamics (solver/yarn/): rods, contact, the refined step, the non-rigid filter."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from solver.params import ParameterError, YarnParams
+from solver.yarn.contact import _penalty, clearance
+from solver.yarn.damping import filter_nonrigid
+from solver.yarn.dynamics import YarnSimulation
+from solver.yarn.rods import Segments, bending_matrix, lumped_masses, project_lengths
+
+P = YarnParams()
+D = 2 * P.radius
+
+
+def straight(n, length, start=(0.0, 0.0, 0.0), direction=(1.0, 0.0, 0.0)):
+    d = np.asarray(direction, float)
+    return np.asarray(start, float) + np.linspace(0, length, n)[:, None] * d / np.linalg.norm(d)
+
+
+def test_yarn_params_validate_and_convert_kaldor():
+    assert P.radius == pytest.approx(0.125e-2)                  # 0.125 cm
+    assert P.linear_density == pytest.approx(0.006e-3 / 1e-2)   # 0.006 g/cm
+    assert P.contact_stiffness == pytest.approx(3250e-3)        # 3250 g/s²
+    assert 0.1 <= P.contact_damping_normal <= 0.5               # 0.01–0.05 g/(cm²·s)
+    assert 0.01 <= P.contact_damping_tangential <= 0.05         # 0.001–0.005 g/(cm²·s)
+    with pytest.raises(ParameterError) as err:
+        YarnParams.from_mapping({"radius": -1.0})
+    assert err.value.key == "yarn.radius"
+    with pytest.raises(ParameterError):
+        YarnParams.from_mapping({"twist": 1.0})
+
+
+def test_penalty_vanishes_smoothly_at_one_diameter():
+    f, fp = _penalty(1.0)
+    assert f == pytest.approx(0.0, abs=1e-12) and fp == pytest.approx(0.0, abs=1e-12)
+    f, fp = _penalty(0.5)
+    assert f == pytest.approx(4 + 0.25 - 2) and fp == pytest.approx(-16 + 1)
+
+
+def test_bending_energy_of_an_arc_is_half_b_kappa_squared_length():
+    n, R = 41, 0.02
+    theta = np.linspace(0, 1.0, n)
+    x = np.stack([R * np.cos(theta), R * np.sin(theta), np.zeros(n)], axis=1)
+    s = Segments.of(np.array([0, n]), x)
+    K = bending_matrix(s, n, 1e-6)
+    energy = 0.5 * sum(x[:, r] @ (K @ x[:, r]) for r in range(3))
+    L = s.rest.sum()
+    # the interior points carry the curvature over L minus half a segment at each end
+    assert energy == pytest.approx(0.5 * 1e-6 / R**2 * (L - s.rest[0]), rel=2e-3)
+    # a straight yarn has none
+    y = straight(10, 0.01)
+    K = bending_matrix(Segments.of(np.array([0, 10]), y), 10, 1e-6)
+    assert abs(sum(y[:, r] @ (K @ y[:, r]) for r in range(3))) < 1e-9 * energy  # round-off
+
+
+def test_fast_projection_restores_lengths_in_a_few_iterations():
+    rng = np.random.default_rng(0)
+    x = straight(30, 0.03)
+    s = Segments.of(np.array([0, 30]), x)
+    x = x + rng.normal(scale=5e-5, size=x.shape)   # 5 % of a segment: more than a step moves
+    inv = np.ones(30)
+    inv[0] = 0.0   # pinned
+    x0 = x[0].copy()
+    its, _ = project_lengths(x, inv, s.seg, s.rest, np.zeros(29), np.zeros(29), 1e-9, 20,
+                             np.zeros((0, 2), np.int64), np.zeros(0))
+    assert its <= 7     # (17 % violation at the start; quadratic at the end, 1e-6 -> 1e-10)
+    assert np.abs(s.lengths(x) / s.rest - 1).max() < 1e-9
+    assert (x[0] == x0).all()
+
+
+def test_free_fall_is_undamped_and_lengths_hold():
+    """A bent yarn falling freely: gravity only, no contact; the non-rigid filter and the
+    projection leave the centre of mass falling at g."""
+    n = 40
+    t = np.linspace(0, 3.0, n)
+    x = np.stack([0.01 * np.cos(t), 0.01 * np.sin(t), np.zeros(n)], axis=1)
+    ptr = np.array([0, 20, 40])
+    pts = np.arange(40)
+    sim = YarnSimulation(x, [0, n], P, gravity=(0, 0, -9.81), regions=(ptr, pts))
+    m = sim.mass / sim.mass.sum()
+    c0 = m @ sim.x
+    sim.advance(0.02)
+    drop = c0[2] - (m @ sim.x)[2]
+    # symplectic Euler falls ½·g·t·(t + h) after n steps of h
+    assert drop == pytest.approx(0.5 * 9.81 * sim.time * (sim.time + sim.h), rel=1e-9)
+    assert np.abs(sim.segments.lengths(sim.x) / sim.segments.rest - 1).max() < 1e-6
+
+
+def test_pinned_yarn_swings_and_keeps_its_length():
+    x = straight(25, 0.05)
+    sim = YarnSimulation(x, [0, 25], P, pins=[0], gravity=(0, 0, -9.81))
+    sim.advance(0.05)
+    assert (sim.x[0] == x[0]).all()
+    assert sim.x[-1, 2] < -0.005                        # it swings down
+    assert np.isfinite(sim.x).all()
+    assert sim.stats.worst_violation < 1e-6
+    assert sim.yarn_lengths()[0] == pytest.approx(0.05, rel=1e-6)
+
+
+def test_crossing_yarns_never_pass_through_and_fast_ones_refine_the_step():
+    """A yarn thrown at 3 m/s against a crossing one pinned at both ends bounces off it; the
+    step is halved where a full one would let it jump closer than the guard."""
+    a = straight(21, 0.02, start=(-0.01, 0.0, 0.0))
+    b = straight(21, 0.02, start=(0.0, -0.01, 1.5 * D), direction=(0, 1, 0))
+    x = np.vstack([a, b])
+    params = dataclasses.replace(P, contact_stiffness=30.0)
+    sim = YarnSimulation(x, [0, 21, 42], params, pins=[0, 20], gravity=(0, 0, 0))
+    sim.v[21:, 2] = -3.0
+    closest = np.inf
+    for _ in range(200):
+        sim.step()
+        closest = min(closest, sim.clearance())
+        # b stays above a: the centre of b never gets below the centre of a
+        assert sim.x[31, 2] > sim.x[10, 2]
+    assert closest >= sim.guard * D
+    assert sim.stats.refinements + sim.stats.stability_refinements > 0
+    assert sim.v[21:, 2].mean() > 0.0                   # it bounced
+
+
+def test_nonrigid_filter_keeps_rigid_motion_and_damps_the_rest():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(12, 3)) * 1e-3
+    m = np.full(12, 1e-6)
+    free = np.ones(12, bool)
+    ptr = np.array([0, 8, 12])
+    pts = np.concatenate([np.arange(8), np.arange(6, 12)])
+    omega = np.array([3.0, -1.0, 2.0])
+    v = np.array([0.1, 0.2, -0.3]) + np.cross(omega, x)
+    v0 = v.copy()
+    filter_nonrigid(x, v, m, free, ptr, pts, 0.7)
+    assert np.allclose(v, v0, atol=1e-12)
+    # one region: the non-rigid part shrinks by (1 − α) per pass, momentum is kept
+    one = (np.array([0, 12]), np.arange(12))
+    w0 = rng.normal(size=(12, 3))
+    w1 = w0.copy()
+    filter_nonrigid(x, w1, m, free, *one, 0.7)
+    w2 = w1.copy()
+    filter_nonrigid(x, w2, m, free, *one, 0.7)
+    assert np.allclose(w2 - w1, 0.3 * (w1 - w0), atol=1e-9)
+    assert np.allclose(m @ w1, m @ w0, atol=1e-15)
+    assert np.allclose((m[:, None] * np.cross(x, w1)).sum(0),
+                       (m[:, None] * np.cross(x, w0)).sum(0), atol=1e-15)
+    assert np.linalg.norm(w1 - w0) > 0.1 * np.linalg.norm(w0)
+
+
+def test_lumped_mass_is_the_yarn_mass():
+    x = straight(11, 0.1)
+    s = Segments.of(np.array([0, 11]), x)
+    assert lumped_masses(s, 11, P.linear_density).sum() == pytest.approx(0.1 * 6e-4)
+
+
+def test_clearance_ignores_neighbours_along_the_yarn():
+    x = straight(50, 0.05)
+    s = Segments.of(np.array([0, 50]), x)
+    assert clearance(x, s.seg, s.rest, s.yarn, s.arc, P.radius) == pytest.approx(D)
