@@ -19,6 +19,8 @@ drawn panels:
 - ``cloth_baked.png``: after *Bake Cloth* (the bake record);
 - ``bake_outdated.png``: after the floor collider moved;
 - ``collider_collision_modifier.png``: the floor, a Collision modifier acting as a collider.
+- ``sewing.png``: the cloth with Sewing on (its sub-panel opened: it starts closed, like
+  Blender's own Shape panel).
 
 The pictures in docs/ui/ come from it.
 """
@@ -130,6 +132,18 @@ def steps():
     bpy.context.view_layer.objects.active = floor
     yield 1.0
     shot("collider_collision_modifier", win, area)
+    bpy.context.view_layer.objects.active = cloth
+    cloth.cloth_solver.use_sewing = True
+    # a script cannot open a panel: draw the Sewing panel as a new one without DEFAULT_CLOSED
+    # (a panel's open state is kept by its name)
+    panel = bpy.types.PHYSICS_PT_cloth_solver_sewing
+    bpy.utils.unregister_class(panel)
+    opened = type("PHYSICS_PT_cloth_solver_sewing_open", (panel,), {"bl_options": set()})
+    bpy.utils.register_class(opened)
+    yield 1.0
+    shot("sewing", win, area)
+    bpy.utils.unregister_class(opened)
+    bpy.utils.register_class(panel)  # as it was, for the add-on's own unregister
 
 
 run_steps(steps(), first_interval=1.0)
