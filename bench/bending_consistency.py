@@ -22,6 +22,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "bench")]
 from drape import specimen_mesh
 
 from solver import ClothSetup, MaterialParams, PolyMesh, build_model
+from solver.forces.bending import hinge_coefficients
 from solver.geometry import angles_and_grams
 
 CURVATURE = 5.0   # 1/m: a 20 cm radius, gentle against every mesh here
@@ -38,19 +39,26 @@ def bent_onto_cylinder(pos: np.ndarray, kappa: float, phi: float) -> np.ndarray:
     return np.column_stack([u * a[0] + along * b[0], u * a[1] + along * b[1], across])
 
 
-def energy_ratio(pos, tris, interior, phi, kappa=CURVATURE) -> float:
-    """Hinge energy over ∫B/2·κ² dA, both over the hinges/triangles whose vertices are all
-    ``interior`` (a boolean per vertex)."""
+def energy_ratio(pos, faces, interior, phi, kappa=CURVATURE) -> float:
+    """Hinge energy over ∫B/2·κ² dA, both over the hinges whose four vertices are all
+    ``interior`` (a boolean per vertex); a hinge's share of the area is a third of its two
+    triangles' (each triangle has three hinges), so the region's edge biases neither sum."""
     bend = 1.0e-5
     mat = MaterialParams(bend_stiffness=bend)
-    model = build_model(ClothSetup(mesh=PolyMesh.from_faces(pos, tris), material=mat))
-    theta = angles_and_grams(bent_onto_cylinder(pos, kappa, phi), model.hinges, grams=False)[0]
-    keep = interior[model.hinges].all(axis=1)
+    model = build_model(ClothSetup(mesh=PolyMesh.from_faces(pos, faces), material=mat))
+    h = model.hinges
+    theta = angles_and_grams(bent_onto_cylinder(pos, kappa, phi), h, grams=False)[0]
+    keep = interior[h].all(axis=1)
+
+    def area(a, b, c):
+        return 0.5 * np.linalg.norm(np.cross(pos[b] - pos[a], pos[c] - pos[a]), axis=1)
+    # hinge_stiffness carries each hinge's weight (½ for each split of a quad), so does its area
+    weight = model.hinge_stiffness / hinge_coefficients(
+        mat, pos, h, area(h[:, 0], h[:, 1], h[:, 2]) + area(h[:, 0], h[:, 1], h[:, 3]),
+        np.ones(len(h)))[0]
+    share = weight * (area(h[:, 0], h[:, 1], h[:, 2]) + area(h[:, 0], h[:, 1], h[:, 3])) / 3.0
     energy = 0.5 * float((model.hinge_stiffness * theta ** 2)[keep].sum())
-    t = tris[interior[tris].all(axis=1)]
-    area = 0.5 * np.linalg.norm(np.cross(pos[t[:, 1]] - pos[t[:, 0]], pos[t[:, 2]] - pos[t[:, 0]]),
-                                axis=1).sum()
-    return energy / (0.5 * bend * kappa ** 2 * area)
+    return energy / (0.5 * bend * kappa ** 2 * float(share[keep].sum()))
 
 
 def equilateral_mesh(edge=0.01, n=60):
@@ -59,6 +67,12 @@ def equilateral_mesh(edge=0.01, n=60):
                    for j in range(n) for i in range(n)])
     pos = np.column_stack([xy, np.zeros(len(xy))])
     return pos, Delaunay(xy).simplices.astype(np.int64)
+
+
+def quad_grid(edge=0.01, n=50):
+    pos = np.array([(i * edge, j * edge, 0.0) for j in range(n) for i in range(n)])
+    v = (np.arange(n - 1)[:, None] * n + np.arange(n - 1)[None, :]).ravel()
+    return pos, np.column_stack([v, v + 1, v + n + 1, v + n]).astype(np.int64)
 
 
 def one_diagonal_grid(edge=0.01, n=50):
@@ -72,7 +86,8 @@ def one_diagonal_grid(edge=0.01, n=50):
 def main():
     rows = []
     for name, (pos, tris) in (("equilateral, 10 mm", equilateral_mesh()),
-                              ("square grid, one diagonal, 10 mm", one_diagonal_grid())):
+                              ("square grid, one diagonal, 10 mm", one_diagonal_grid()),
+                              ("square grid of quads, 10 mm", quad_grid())):
         c = pos[:, :2].mean(axis=0)
         interior = np.linalg.norm(pos[:, :2] - c, axis=1) < 0.18
         for phi in (0.0, 22.5, 45.0, 90.0, 135.0):
