@@ -12,6 +12,7 @@ import json
 import math
 import os
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    knit = _knit_scene_table(args.scene)
+    if knit is not None:
+        return _run_knit(args, knit)
     try:
         spec = load_scene(args.scene)
     except SceneError as err:
@@ -79,6 +83,47 @@ def _run(args: argparse.Namespace) -> int:
     try:
         _write_npz(args.out, positions=np.asarray(result.positions, dtype=np.float64),
                    triangles=np.asarray(result.triangles))
+        if args.report is not None:
+            _write_text(args.report, json.dumps(_jsonable(result.report()), indent=2,
+                                                allow_nan=False) + "\n")
+    except OSError as err:
+        return _fail(f"cannot write {err.filename}: {err.strerror or err}", 1)
+    if result.error:
+        return _fail(result.error, 1)
+    return 0
+
+
+def _knit_scene_table(path: Path) -> dict | None:
+    """The parsed scene if it has a [knit] table (the yarn model), else None; a file that
+    cannot be read is left to load_scene, which names the problem."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if "knit" in data else None
+
+
+def _run_knit(args: argparse.Namespace, data: dict) -> int:
+    """A knit scene: the result holds positions (F + 1, P, 3), yarn_offsets and radius."""
+    # imported late: it loads numba
+    from .yarn.scene import parse_knit_scene, run_knit_scene
+
+    try:
+        scene = parse_knit_scene(data)
+    except SceneError as err:
+        return _fail(str(err), 2)
+    for option, path in (("--out", args.out), ("--report", args.report)):
+        if path is not None and not path.resolve().parent.is_dir():
+            return _fail(f"{option}: directory does not exist: {path.resolve().parent}", 2)
+    try:
+        result = run_knit_scene(scene, progress=None if args.quiet else _print_progress)
+    except SceneError as err:
+        return _fail(str(err), 2)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    try:
+        _write_npz(args.out, positions=result.positions, yarn_offsets=result.yarn_offsets,
+                   radius=np.array(result.radius))
         if args.report is not None:
             _write_text(args.report, json.dumps(_jsonable(result.report()), indent=2,
                                                 allow_nan=False) + "\n")
