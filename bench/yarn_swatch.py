@@ -1,0 +1,80 @@
+"""Time per frame of the yarn-level knit model (solver/yarn/, docs/yarn.md).
+
+A stockinette swatch of N × N wool-worsted stitches is generated, relaxed (Kaldor §7.1,
+20 ms) and hung from its top course under gravity for ``--frames`` frames at 24 fps; prints the
+relaxation time, the time per frame, the steps and refinements per frame and where the time of
+one frame goes (force/contact, clearance check, the rest).
+
+    NUMBA_NUM_THREADS=1 .venv/bin/python bench/yarn_swatch.py --sizes 4 8 12 --frames 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from solver.params import YarnParams  # noqa: E402
+from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch  # noqa: E402
+
+
+def run(n: int, frames: int, fps: float = 24.0) -> dict:
+    p = YarnParams()
+    sw = knit_swatch("stockinette", n, n, 5.6e-3, 4.2e-3, p.radius)
+    t0 = time.perf_counter()
+    relaxed = relax_swatch(sw, p, duration=0.02)
+    t_relax = time.perf_counter() - t0
+    x = relaxed.positions
+    top = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * sw.course_height)[0]
+    sim = YarnSimulation(x, sw.yarn_offsets, p, pins=top, ties=sw.ties, rest=relaxed.rest,
+                         gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, n, n))
+    spent = {"forces": 0.0, "clearance": 0.0}
+    forces, clearance = sim.forces, sim.clearance
+
+    def timed(name, fn):
+        def wrapper(*a, **k):
+            s = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] += time.perf_counter() - s
+        return wrapper
+
+    sim.forces = timed("forces", forces)
+    sim.clearance = timed("clearance", clearance)
+    t0 = time.perf_counter()
+    for _ in range(frames):
+        sim.advance(1.0 / fps)
+    wall = (time.perf_counter() - t0) / frames
+    st = sim.stats
+    return {"stitches": n, "points": len(x), "segments": len(sim.segments.rest),
+            "relax_s": t_relax, "frame_s": wall, "steps_per_frame": st.steps / frames,
+            "refinements": st.refinements, "stability_refinements": st.stability_refinements,
+            "forces_share": spent["forces"] / (wall * frames),
+            "clearance_share": spent["clearance"] / (wall * frames),
+            "closest_diameters": st.min_clearance / (2 * p.radius)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8])
+    ap.add_argument("--frames", type=int, default=2)
+    args = ap.parse_args()
+    run(3, 1)  # compile or load the kernels first
+    for n in args.sizes:
+        r = run(n, args.frames)
+        print(f"{r['stitches']:>3} x {r['stitches']:<3} {r['points']:>6} points "
+              f"{r['segments']:>6} segments  relax {r['relax_s']:.1f} s  "
+              f"{r['frame_s']:.2f} s/frame  {r['steps_per_frame']:.0f} steps/frame  "
+              f"refinements {r['refinements']} (+{r['stability_refinements']} for stability)  "
+              f"forces {100 * r['forces_share']:.0f}%  clearance {100 * r['clearance_share']:.0f}%"
+              f"  closest {r['closest_diameters']:.2f} D", flush=True)
+
+
+if __name__ == "__main__":
+    main()
