@@ -19,8 +19,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.params import YarnParams  # noqa: E402
-from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch  # noqa: E402
+from solver.params import YarnParams
+from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
 
 
 def run(n: int, frames: int, fps: float = 24.0) -> dict:
