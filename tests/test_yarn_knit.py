@@ -8,7 +8,7 @@ from solver.params import YarnParams
 from solver.yarn.damping import loop_regions
 from solver.yarn.dynamics import YarnSimulation
 from solver.yarn.relax import KALDOR_SHRINK, relax_swatch
-from solver.yarn.stitches import knit_swatch
+from solver.yarn.stitches import PATTERNS, knit_swatch
 
 P = YarnParams()
 D = 2 * P.radius
@@ -26,7 +26,7 @@ def _course_gap(x, sw, j):
     return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)).min()
 
 
-@pytest.mark.parametrize("pattern", ["stockinette", "rib2x2"])
+@pytest.mark.parametrize("pattern", PATTERNS)
 def test_relaxed_swatch_hangs_from_its_top_without_stretching_or_passing_through(pattern):
     S = C = 5
     sw = knit_swatch(pattern, S, C, W, H, P.radius)
