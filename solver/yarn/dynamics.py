@@ -118,6 +118,9 @@ class YarnSimulation:
         self.regions = regions
         self.nonrigid_alpha = float(nonrigid_alpha)
         self._stiffness = np.zeros(len(self.x))
+        # the candidate pairs of the last clearance check and the positions they were found
+        # at: an accepted step's end is the next step's start, so its forces reuse them
+        self._pairs_at: tuple[np.ndarray, np.ndarray] | None = None
         self.K = bending_matrix(self.segments, P, params.bend_stiffness).tocsc()
         self._factors: dict[float, object] = {}
         self.tree = SegmentTree(self.segments.seg, self.x, params.radius)
@@ -147,7 +150,7 @@ class YarnSimulation:
         p = self.params
         f = self.mass[:, None] * self.gravity[None, :]
         s = self.segments
-        pairs = self.tree.pairs(x)
+        pairs = self._pairs(x)
         self._stiffness[:] = 0.0
         self.contact_energy, _, _ = contact_forces(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
@@ -162,11 +165,18 @@ class YarnSimulation:
             return np.inf
         return float(np.sqrt(self.mass[self.free][k > 0] / (2.0 * k[k > 0])).min())
 
+    def _pairs(self, x: np.ndarray) -> np.ndarray:
+        """Candidate segment pairs at x (boxes grown by r), found once per set of positions."""
+        # compared by value, not identity: positions changed in place must not reuse them
+        if self._pairs_at is None or not np.array_equal(self._pairs_at[0], x):
+            self._pairs_at = (x.copy(), self.tree.pairs(x))
+        return self._pairs_at[1]
+
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
         x = self.x if x is None else x
         s = self.segments
-        return float(min_clearance(x, s.seg, s.rest, s.yarn, s.arc, self.tree.pairs(x),
+        return float(min_clearance(x, s.seg, s.rest, s.yarn, s.arc, self._pairs(x),
                                    2.0 * self.params.radius))
 
     def _try(self, h: float):
