@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .params import ParameterError
 from .formats.presets import list_presets, preset_info
 from .formats.scene import SceneError, load_scene
+from .params import ParameterError
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m solver") -> int:
@@ -70,19 +70,33 @@ def _run(args: argparse.Namespace) -> int:
     except SceneError as err:
         return _fail(str(err), 2)
     # Check outputs before simulating, so a typo does not cost a whole simulation.
-    for option, path in (("--out", args.out), ("--report", args.report)):
-        if path is not None and not path.resolve().parent.is_dir():
-            return _fail(f"{option}: directory does not exist: {path.resolve().parent}", 2)
+    missing = _missing_output_dir(args)
+    if missing:
+        return _fail(missing, 2)
 
-    from .simulation import simulate  # imported late: loading numba kernels takes a while
+    # imported late: loading numba kernels takes a while
+    from .simulation import simulate
 
     try:
         result = simulate(spec, progress=None if args.quiet else _print_progress)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
+    return _write_result(args, result, positions=np.asarray(result.positions, dtype=np.float64),
+                         triangles=np.asarray(result.triangles))
+
+
+def _missing_output_dir(args: argparse.Namespace) -> str | None:
+    """What is wrong with --out or --report's folder, or None."""
+    for option, path in (("--out", args.out), ("--report", args.report)):
+        if path is not None and not path.resolve().parent.is_dir():
+            return f"{option}: directory does not exist: {path.resolve().parent}"
+    return None
+
+
+def _write_result(args: argparse.Namespace, result, **arrays) -> int:
+    """Write the NPZ (``arrays``) and the optional JSON report; the exit status."""
     try:
-        _write_npz(args.out, positions=np.asarray(result.positions, dtype=np.float64),
-                   triangles=np.asarray(result.triangles))
+        _write_npz(args.out, **arrays)
         if args.report is not None:
             _write_text(args.report, json.dumps(_jsonable(result.report()), indent=2,
                                                 allow_nan=False) + "\n")
@@ -112,26 +126,17 @@ def _run_knit(args: argparse.Namespace, data: dict) -> int:
         scene = parse_knit_scene(data)
     except SceneError as err:
         return _fail(str(err), 2)
-    for option, path in (("--out", args.out), ("--report", args.report)):
-        if path is not None and not path.resolve().parent.is_dir():
-            return _fail(f"{option}: directory does not exist: {path.resolve().parent}", 2)
+    missing = _missing_output_dir(args)
+    if missing:
+        return _fail(missing, 2)
     try:
         result = run_knit_scene(scene, progress=None if args.quiet else _print_progress)
     except SceneError as err:
         return _fail(str(err), 2)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    try:
-        _write_npz(args.out, positions=result.positions, yarn_offsets=result.yarn_offsets,
-                   radius=np.array(result.radius))
-        if args.report is not None:
-            _write_text(args.report, json.dumps(_jsonable(result.report()), indent=2,
-                                                allow_nan=False) + "\n")
-    except OSError as err:
-        return _fail(f"cannot write {err.filename}: {err.strerror or err}", 1)
-    if result.error:
-        return _fail(result.error, 1)
-    return 0
+    return _write_result(args, result, positions=result.positions,
+                         yarn_offsets=result.yarn_offsets, radius=np.array(result.radius))
 
 
 def _warmup(args: argparse.Namespace) -> int:
