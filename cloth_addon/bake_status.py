@@ -108,7 +108,8 @@ def record(obj) -> None:
 
 def fingerprint(obj) -> str:
     """A hash of what the bake reads from the cloth object itself that a depsgraph geometry
-    update can change: its mesh (vertices, polygons), its own shape keys and its modifiers,
+    update can change: its mesh (vertices, polygons; edges too while Sewing makes its loose
+    edges seams), its own shape keys and its modifiers,
     with the modifiers the bake switched off counted in the state the bake found them."""
     h = hashlib.blake2b(digest_size=16)
     mesh = obj.data
@@ -117,6 +118,10 @@ def fingerprint(obj) -> str:
                          np.float32).tobytes())
     h.update(_mesh_array(mesh, ".corner_vert", "value", mesh.loops, "vertex_index",
                          len(mesh.loops), np.int32).tobytes())
+    if obj.cloth_solver.use_sewing:  # its loose edges are seams (bakes without it unchanged)
+        edges = np.empty(2 * len(mesh.edges), dtype=np.int32)
+        mesh.edges.foreach_get("vertices", edges)
+        h.update(edges.tobytes())
     key = mesh.shape_keys
     if key is not None:
         ours = set(shape_keys.baked_key_names(obj.cloth_solver))

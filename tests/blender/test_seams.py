@@ -116,3 +116,19 @@ def test_a_seam_between_two_objects_closes():
     right.vertex_groups["seam"].add([1], 1.0, "REPLACE")
     with pytest.raises(RuntimeError, match="seam lines have 5 and 6 vertices"):
         bpy.ops.cloth_solver.bake()
+
+
+def test_a_new_loose_edge_outdates_a_sewn_bake():
+    obj, _ = _sewn_panels()
+    obj.cloth_solver.use_sewing = True
+    bpy.context.scene.cloth_solver.frame_end = 3
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    assert obj.cloth_solver.bake_outdated == ""
+    mesh = obj.data
+    e = len(mesh.edges)
+    mesh.edges.add(1)
+    mesh.edges[e].vertices = (0, 25)  # another seam
+    mesh.update()
+    bpy.context.view_layer.update()
+    assert "mesh" in obj.cloth_solver.bake_outdated
