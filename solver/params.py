@@ -326,13 +326,13 @@ class YarnParams:
     the defaults are its values converted: r = 0.125 cm; m = 0.006 g/cm = 6e-4 kg/m;
     k_contact = 3250 g/s² = 3.25 N/m; k_dn = 0.01–0.05 g/(cm²·s) = 0.1–0.5 kg/(m²·s);
     k_dt = 0.001–0.005 g/(cm²·s) = 0.01–0.05 kg/(m²·s) (1 g/(cm²·s) = 10 kg/(m²·s)).
-    Except the bending: his k_bend = 5 g·cm²/s² = 5e-7 N·m² in E = k_bend·∫κ² ds (eq. 4.4) is
-    B = 2·k_bend = 1e-6 N·m² in E = ½·B·∫κ² ds, and with his contact stiffness read as eq. 4.7
-    writes it, loops that stiff spring open faster than contact holds them (docs/yarn.md). The
-    default is instead the free-fibre estimate of a wool worsted yarn, B = N·E_f·π·d_f⁴/64 with
-    N = 1460 fibres (0.6 g/m over 0.41 g/km per 20 µm wool fibre, density 1310 kg/m³) and
-    E_f = 3 GPa: 3.5e-8 N·m² (fibres slip past each other, so a yarn bends like its fibres
-    side by side, not like a solid rod).
+    The bending too: his E = k_bend·∫κ² ds (eq. 4.4, ℓ_i·∫κ_i² ds over the segment parameter is an
+    integral over arc length) needs k_bend in g·cm³/s² (energy over 1/length), so his
+    k_bend = 5 (the table prints g·cm²/s²) is 5 g·cm³/s² = 5e-9 N·m², and E = ½·B·∫κ² ds gives
+    B = 2·k_bend = 1e-8 N·m². (Read as g·cm²/s² = 1e-7 J it would be 1e-6 N·m², 100× stiffer,
+    and relaxed swatches spring open against his contact stiffness: docs/yarn.md.) 1e-8 N·m² is
+    0.29 of the free-fibre bound of this yarn, N·E_f·π·d_f⁴/64 = 3.5e-8 N·m² (1460 wool fibres
+    of 20 µm, E_f = 3 GPa).
     """
 
     radius: float = _spec(
@@ -342,7 +342,7 @@ class YarnParams:
         6.0e-4, "kg/m", "mass per unit length of yarn", 0.0, 1.0, exclusive_min=True,
         display=Display("g/m", 1e3, "Linear Density", 3, soft_max=5.0))
     bend_stiffness: float = _spec(
-        3.5e-8, "N·m²", "flexural rigidity B: bending energy ½·B·∫κ² ds (Kaldor's k_bend = B/2)",
+        1.0e-8, "N·m²", "flexural rigidity B: bending energy ½·B·∫κ² ds (Kaldor's k_bend = B/2)",
         0.0, 1.0, display=Display("µN·m²", 1e6, "Bending", 3, soft_max=100.0))
     contact_stiffness: float = _spec(
         3.25, "N/m", "k_contact of the yarn–yarn penalty E = k·ℓi·ℓj·∬f(dist/2r) (Kaldor "
