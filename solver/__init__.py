@@ -22,13 +22,20 @@ from .spec import ClothSetup, Collider, SimulationSpec, Wind
 # name -> submodule defining it, imported on first access (they load numba)
 _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
          "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model",
-         "sew_lines": "topology"}
+         "sew_lines": "topology",
+         # yarn-level knits (solver/yarn/, docs/yarn.md); "module:name" renames on export
+         "YarnSimulation": "yarn", "YarnStepError": "yarn", "knit_swatch": "yarn",
+         "relax_swatch": "yarn", "loop_regions": "yarn", "load_yarn_preset": "yarn",
+         "list_yarn_presets": "yarn", "yarn_preset_info": "yarn.presets",
+         "KNIT_PATTERNS": "yarn.stitches:PATTERNS",
+         "KNIT_GAUGE_IN_RADII": "yarn.scene:GAUGE_IN_RADII"}
 
 
 def __getattr__(name):
     if name in _LAZY:
         from importlib import import_module
-        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        module, _, attr = _LAZY[name].partition(":")
+        return getattr(import_module(f".{module}", __name__), attr or name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -40,4 +47,6 @@ __all__ = [
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
     "preset_dir", "preset_info", "sew_lines", "simulate",
+    "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnSimulation", "YarnStepError", "knit_swatch",
+    "list_yarn_presets", "load_yarn_preset", "loop_regions", "relax_swatch", "yarn_preset_info",
 ]
