@@ -1,6 +1,8 @@
 """Seams (solver/forces/seams.py): the force against finite differences, panels sewn around a
 collider, seams across pieces in both models, joined vertices, and scene-file errors."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -248,3 +250,16 @@ def test_sew_lines_pairs_two_edges_vertex_by_vertex_facing_each_other():
         sew_lines(a, right, b, [0, 4, 12, 5])
     with pytest.raises(MeshError, match="one seam line is a closed loop"):
         sew_lines(a, ring, grid_mesh((1.1, 0.1), (12, 2)), np.arange(12))
+
+
+def test_the_sleeve_example_loads_and_its_seams_start_closing():
+    """examples/sleeve.toml (README, Sewing): its seams join the two panels' long edges."""
+    from pathlib import Path
+    spec = load_scene(Path(__file__).resolve().parent.parent / "examples" / "sleeve.toml")
+    seams = spec.cloth.seams
+    x = spec.cloth.mesh.positions
+    assert seams.shape == (18, 2)
+    np.testing.assert_allclose(seam_gaps(x, seams), 0.24)
+    res = simulate(dataclasses.replace(spec, frames=6))
+    assert res.error is None
+    assert seam_gaps(res.positions[-1], seams).max() < 0.5 * 0.24
