@@ -29,6 +29,7 @@ Measured for every run, independently of either solver's own report:
 
     .venv/bin/python bench/headline.py --sizes 65 --frames 48 --rounds 2 --json out/headline.json
     .venv/bin/python bench/headline.py --sizes 65 129 --scenes sphere --no-search
+    .venv/bin/python bench/headline.py --sizes 65 --matched-from out/headline.json  # no search
 """
 
 from __future__ import annotations
@@ -234,6 +235,16 @@ def matched(scene: str, n: int, frames: int, planes) -> dict:
     return r
 
 
+def earlier_matched(path: Path, scene: str, n: int) -> dict | None:
+    """The matched setting a previous run found for this scene and size, if any."""
+    import json
+    for result in json.loads(path.read_text())["rows"]:
+        m = result.get("matched")
+        if m and m["scene"] == scene and m["vertices"] == n * n:
+            return m
+    return None
+
+
 # ---------------------------------------------------------------- table
 
 def row(r: dict, final_ms: float | None = None, preview_ms: float | None = None) -> str:
@@ -255,6 +266,8 @@ def main(argv=None) -> int:
     ap.add_argument("--scenes", nargs="+", choices=SCENES, default=list(SCENES))
     ap.add_argument("--rounds", type=int, default=2, help="alternating timing rounds")
     ap.add_argument("--no-search", action="store_true", help="skip Blender's matched search")
+    ap.add_argument("--matched-from", type=Path, default=None,
+                    help="a previous run's JSON: rerun its matched settings instead of searching")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     import bpy  # noqa: F401  (Blender as a module; the add-on is enabled per run)
@@ -282,7 +295,14 @@ def main(argv=None) -> int:
                 result[key] = r
             for key in ("final", "preview"):
                 result[key]["deterministic"] = len({x["hash"] for x in runs[key]}) == 1
-            if not args.no_search:
+            if args.matched_from is not None:
+                previous = earlier_matched(args.matched_from, scene, n)
+                if previous is not None:
+                    r = run_blender(scene, n, args.frames, planes, quality=previous["quality"],
+                                    stiffness=previous["stiffness"])
+                    r["reached"] = passes(r)
+                    result["matched"] = r
+            elif not args.no_search:
                 result["matched"] = matched(scene, n, args.frames, planes)
             for key in ("final", "preview"):
                 ours = result[key]
