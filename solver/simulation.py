@@ -23,6 +23,7 @@ import numpy as np
 
 from . import threads
 from .collision.pipeline import CollisionHandler, CollisionStats
+from .collision.untangle import untangle
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .model import ClothModel, build_model
@@ -56,6 +57,7 @@ class FrameReport:
     collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
     newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
     retries: int = 0                    # tries of this frame that blew up (then finer steps)
+    untangled: int = 0                  # vertices moved out of colliders before the frame
     step_refinement: int = 1            # the solver's steps divided this many times finer
 
 
@@ -170,6 +172,9 @@ class Simulation:
         self.result = SimulationResult(self._positions[:1], self.model.triangles,
                                        model_name=self.solver.name)
         self._refinement = 1  # the step refinement the next frame starts with
+        # Vertices inside a collider are moved out before each frame from the first on, until
+        # a frame starts with none inside (collision/untangle.py)
+        self._untangling = True
 
     @property
     def piece_offsets(self) -> np.ndarray:
@@ -202,6 +207,11 @@ class Simulation:
                                  "motion (pin_motion / the pin group's animation).")
             return None
         colliders = self.solver.collisions.colliders.frame(f)
+        untangled = 0
+        if self._untangling:
+            s = self.solver
+            untangled = untangle(s.collisions, s.x, s.v, s.inv_mass, colliders.start)
+            self._untangling = untangled > 0
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
         # the air at the cloth's vertices, sampled once per frame at its middle (the gusts
@@ -226,6 +236,7 @@ class Simulation:
         self._positions[f] = self.solver.x
         rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         rep.retries, rep.step_refinement = retries, self.solver.step_refinement
+        rep.untangled = untangled
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
         if self.done:
