@@ -37,6 +37,7 @@ import scipy.sparse.linalg as spla
 from ..params import YarnParams
 from .contact import SegmentTree, contact_forces, min_clearance
 from .damping import filter_nonrigid
+from .plane import project_plane
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 
 # Half Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): with his contact stiffness
@@ -87,13 +88,16 @@ class YarnSimulation:
         regions: (ptr, points) of the non-rigid damping (damping.loop_regions), or None.
         nonrigid_alpha: Kaldor's α per step of 1/11800 s (Table 4.1: α_small 0.6–0.75 in
             simulation, 0.3 in relaxation).
+        floor: z [m] of a horizontal plane collider (a table) under the yarns, or None
+            (plane.project_plane: lifted onto it inside the step, friction ``friction`` μ).
     """
 
     def __init__(self, positions, yarn_offsets, params: YarnParams, pins=None, ties=None,
                  rest=None,
                  gravity=(0.0, 0.0, -9.81), time_step: float = DEFAULT_TIME_STEP,
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
-                 damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6):
+                 damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6,
+                 floor: float | None = None, friction: float = 0.5):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
         self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
@@ -117,6 +121,10 @@ class YarnSimulation:
         self.damping_rate = float(damping_rate)
         self.regions = regions
         self.nonrigid_alpha = float(nonrigid_alpha)
+        self.floor = None if floor is None else float(floor)
+        self.friction = float(friction)
+        # forces, projection multipliers and length of the last accepted step (pin_reaction)
+        self._last: tuple[np.ndarray, np.ndarray, float] | None = None
         self._stiffness = np.zeros(len(self.x))
         # the candidate pairs of the last clearance check and the positions they were found
         # at: an accepted step's end is the next step's start, so its forces reuse them
@@ -191,10 +199,17 @@ class YarnSimulation:
         idx = np.nonzero(self.free)[0]
         vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
         xn = x + h * vn
+        r = self.params.radius
+        if self.floor is not None:
+            project_plane(x, xn, self.inv_mass, self.floor, r, self.friction)
         lam = np.zeros(len(self.segments.rest))
         its, worst = project_lengths(xn, self.inv_mass, self.segments.seg, self.segments.rest,
                                      self._compliance(h), lam, 1e-6, 20, self.ties,
                                      self.tie_len)
+        if self.floor is not None:
+            # again: the length projection may have pulled a point back under by a fraction
+            # of its length error; the next step's projection takes the rest out
+            project_plane(x, xn, self.inv_mass, self.floor, r, self.friction)
         vn = (xn - x) / h
         if self.damping_rate > 0:
             vn /= 1.0 + self.damping_rate * h
@@ -206,7 +221,7 @@ class YarnSimulation:
         moved = np.sqrt(((xn - x) ** 2).sum(axis=1)).max()
         g = self.guard * 2.0 * self.params.radius
         ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
-        return xn, vn, gap, ok, its, worst
+        return xn, vn, gap, ok, its, worst, (f, lam, h)
 
     def _advance(self, h: float, depth: int) -> None:
         tried = self._try(h)
@@ -218,7 +233,7 @@ class YarnSimulation:
             self._advance(h / 2, depth + 1)
             self._advance(h / 2, depth + 1)
             return
-        xn, vn, gap, ok, its, worst = tried
+        xn, vn, gap, ok, its, worst, last = tried
         if not ok:
             if depth >= self.max_halvings:
                 raise YarnStepError(
@@ -230,6 +245,7 @@ class YarnSimulation:
             self._advance(h / 2, depth + 1)
             return
         self.x, self.v = xn, vn
+        self._last = last
         self.time += h
         st = self.stats
         st.steps += 1
@@ -247,6 +263,23 @@ class YarnSimulation:
         """Advance by ``duration`` [s] (a whole number of steps, at least one)."""
         for _ in range(max(1, round(duration / self.h))):
             self.step()
+
+    def pin_reaction(self, points) -> np.ndarray:
+        """Force [N] (3,) the yarns exerted on the pinned ``points`` in the last step: contact,
+        length constraints (fast projection's multipliers, λ_k·e_k/h² per segment end) and
+        bending (−K·x). The force a clamp holding them feels; gravity on them excluded."""
+        if self._last is None:
+            return np.zeros(3)
+        f, lam, h = self._last
+        pts = np.zeros(len(self.x), bool)
+        pts[np.asarray(points, dtype=np.int64)] = True
+        seg = self.segments.seg
+        e = (self.x[seg[:, 1]] - self.x[seg[:, 0]]) / self.segments.rest[:, None]
+        tension = lam[:, None] * e / (h * h)   # the projection moves b by +e·λ/m_b, a by −
+        total = (f[pts] - self.mass[pts, None] * self.gravity).sum(axis=0)
+        total += tension[pts[seg[:, 1]]].sum(axis=0) - tension[pts[seg[:, 0]]].sum(axis=0)
+        total -= (self.K @ self.x)[pts].sum(axis=0)
+        return total
 
     def yarn_lengths(self) -> np.ndarray:
         """Current length [m] of each yarn (Y,)."""

@@ -1,0 +1,204 @@
+"""Kaldor's validation set-up (§4.4) turned into numbers: stockinette, garter and 2×2 rib of the
+same stitch count, wool worsted (docs/yarn.md, "Validation").
+
+For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
+
+- dims: its size after relaxation, from the loop centroids: width along the course (first to
+  last loop of a course, times S/(S−1)) and height along the wale (likewise); the ratios
+  rib/stockinette width and garter/stockinette height are Kaldor's "rib compresses along the
+  course, garter along the wale";
+- curl: laid face up on a table (plane z = 0 under it, μ = 0.5) under gravity for ``--settle``
+  seconds, and also floating without gravity for the same time; the curl is measured on the
+  loop centroids of the edge loops: on the table, the height of the side columns and of the
+  top/bottom courses above the table (a flat swatch: the yarn's own thickness, ~1 r); floating,
+  their offset along the face normal from the swatch's middle (its sign says which way an edge
+  rolls) and the rolled angle atan(offset / one loop pitch);
+- stretch: one edge pinned, the opposite edge pinned and pulled at ``--speed`` m/s (Kaldor's
+  clamp), no gravity, light viscous damping (quasi-static); the clamp force [N] from the
+  yarn's contact, length-constraint and bending forces on the pulled points
+  (YarnSimulation.pin_reaction), along the course and along the wale, every 1 % of strain;
+- throughout: yarn length change and the closest non-neighbouring pair (in diameters).
+
+    NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_validation.py --size 10 10 --out X.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from solver.params import YarnParams
+from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
+
+W, H = 5.6e-3, 4.2e-3          # worsted gauge: stitch width and course height [m]
+PATTERNS = ("stockinette", "garter", "rib2x2")
+
+
+def centroids(x, loops, n_loops):
+    """(n_loops, 3) mean position of each loop's points."""
+    c = np.zeros((n_loops, 3))
+    np.add.at(c, loops, x)
+    return c / np.bincount(loops, minlength=n_loops)[:, None]
+
+
+def dims(c, S, C):
+    """(width along the course, height along the wale) [m] from loop centroids (C, S, 3)."""
+    width = np.mean(c[:, -1, 0] - c[:, 0, 0]) * S / (S - 1)
+    height = np.mean(c[-1, :, 1] - c[0, :, 1]) * C / (C - 1)
+    return float(width), float(height)
+
+
+def relaxed_swatch(pattern, S, C, p):
+    sw = knit_swatch(pattern, S, C, W, H, p.radius)
+    t0 = time.perf_counter()
+    rel = relax_swatch(sw, p, duration=0.02)
+    return sw, rel, time.perf_counter() - t0
+
+
+def guarantees(sim, length0, p):
+    return {"length_change": float(abs(sim.yarn_lengths()[0] / length0 - 1)),
+            "closest_diameters": float(sim.stats.min_clearance / (2 * p.radius)),
+            "refinements": sim.stats.refinements,
+            "stability_refinements": sim.stats.stability_refinements}
+
+
+def curl(sw, rel, S, C, p, settle, table):
+    x = rel.positions.copy()
+    floor = None
+    if table:
+        floor = float(x[:, 2].min() - p.radius - 1e-4)
+    sim = YarnSimulation(x, sw.yarn_offsets, p, ties=sw.ties, rest=rel.rest,
+                         gravity=(0.0, 0.0, -9.81 if table else 0.0),
+                         regions=loop_regions(sw.loops, S, C), floor=floor)
+    L0 = sim.yarn_lengths()[0]
+    sim.advance(settle)
+    c = centroids(sim.x, sw.loops, S * C).reshape(C, S, 3)
+    out = guarantees(sim, L0, p)
+    if table:
+        z = c[..., 2] - floor - p.radius          # loop centroid above a yarn lying flat
+        out.update(side_height_mm=1e3 * float(np.r_[z[:, 0], z[:, -1]].mean()),
+                   topbottom_height_mm=1e3 * float(np.r_[z[0], z[-1]].mean()),
+                   middle_height_mm=1e3 * float(z[1:-1, 1:-1].mean()),
+                   max_height_mm=1e3 * float(z.max()))
+    else:
+        # the face normal of the middle (its mean plane), pointing to the face (+z at layout)
+        mid = c[C // 4:C - C // 4, S // 4:S - S // 4].reshape(-1, 3)
+        centre = mid.mean(axis=0)
+        _, _, vt = np.linalg.svd(mid - centre)
+        n = vt[2] * np.sign(vt[2, 2])
+        off = (c - centre) @ n
+        side = float(np.r_[off[C // 4:C - C // 4, 0], off[C // 4:C - C // 4, -1]].mean())
+        tb = float(np.r_[off[0, S // 4:S - S // 4], off[-1, S // 4:S - S // 4]].mean())
+        out.update(side_offset_mm=1e3 * side, topbottom_offset_mm=1e3 * tb,
+                   side_angle_deg=float(np.degrees(np.arctan2(side - float(np.r_[
+                       off[C // 4:C - C // 4, 1], off[C // 4:C - C // 4, -2]].mean()), W))),
+                   topbottom_angle_deg=float(np.degrees(np.arctan2(tb - float(np.r_[
+                       off[1, S // 4:S - S // 4], off[-2, S // 4:S - S // 4]].mean()), H))))
+    return out, sim.x
+
+
+def stretch(sw, rel, S, C, p, direction, max_strain, speed, damping):
+    x = rel.positions.copy()
+    axis = 0 if direction == "course" else 1
+    pitch = W if axis == 0 else H
+    lo, hi = x[:, axis].min(), x[:, axis].max()
+    fixed = np.nonzero(x[:, axis] < lo + 0.5 * pitch)[0]
+    pulled = np.nonzero(x[:, axis] > hi - 0.5 * pitch)[0]
+    sim = YarnSimulation(x, sw.yarn_offsets, p, ties=sw.ties, rest=rel.rest,
+                         pins=np.r_[fixed, pulled], gravity=(0.0, 0.0, 0.0),
+                         regions=loop_regions(sw.loops, S, C), damping_rate=damping)
+    L0 = sim.yarn_lengths()[0]
+    span0 = float(x[pulled, axis].mean() - x[fixed, axis].mean())
+    dx = speed * sim.h
+    curve = []
+    next_mark = 0.0
+    while True:
+        strain = float((sim.x[pulled, axis].mean() - sim.x[fixed, axis].mean()) / span0 - 1)
+        if strain >= next_mark - 1e-12:
+            force = -float(sim.pin_reaction(pulled)[axis])
+            curve.append((round(strain, 4), force))
+            next_mark += 0.01
+        if strain >= max_strain:
+            break
+        moved = sim.x.copy()
+        moved[pulled, axis] += dx
+        sim.x = moved
+        sim.step()
+    out = guarantees(sim, L0, p)
+    out.update(span_m=span0, curve=curve)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, nargs=2, default=[10, 10], metavar=("S", "C"))
+    ap.add_argument("--parts", nargs="+", default=["dims", "curl", "stretch"])
+    ap.add_argument("--patterns", nargs="+", default=list(PATTERNS))
+    ap.add_argument("--settle", type=float, default=0.1, help="curl settling time [s]")
+    ap.add_argument("--max-strain", type=float, nargs=2, default=[0.4, 0.15],
+                    metavar=("COURSE", "WALE"))
+    ap.add_argument("--speed", type=float, default=0.1, help="clamp speed [m/s]")
+    ap.add_argument("--damping", type=float, default=100.0, help="stretch damping [1/s]")
+    ap.add_argument("--out", type=Path, default=None, help="JSON results")
+    ap.add_argument("--positions", type=Path, default=None,
+                    help="NPZ of the relaxed and table-settled positions (for rendering)")
+    args = ap.parse_args()
+    S, C = args.size
+    p = YarnParams()
+    res = {"size": [S, C], "bend_stiffness": p.bend_stiffness, "patterns": {}}
+    arrays = {}
+    for pattern in args.patterns:
+        sw, rel, t_relax = relaxed_swatch(pattern, S, C, p)
+        r = res["patterns"][pattern] = {"relax_s": t_relax,
+                                        "relax_closest_diameters":
+                                            float(rel.stats.min_clearance / (2 * p.radius))}
+        arrays[f"{pattern}_relaxed"] = rel.positions
+        if "dims" in args.parts:
+            w, h = dims(centroids(rel.positions, sw.loops, S * C).reshape(C, S, 3), S, C)
+            r.update(width_m=w, height_m=h)
+            print(f"{pattern:12s} relaxed {1e3 * w:.1f} x {1e3 * h:.1f} mm "
+                  f"(closest {r['relax_closest_diameters']:.2f} D, {t_relax:.0f} s)", flush=True)
+        if "curl" in args.parts:
+            for table in (True, False):
+                t0 = time.perf_counter()
+                out, xs = curl(sw, rel, S, C, p, args.settle, table)
+                out["wall_s"] = time.perf_counter() - t0
+                r["table" if table else "floating"] = out
+                arrays[f"{pattern}_{'table' if table else 'floating'}"] = xs
+                print(f"{pattern:12s} {'table' if table else 'floating':8s} "
+                      + " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                                 for k, v in out.items()), flush=True)
+        if "stretch" in args.parts:
+            for direction, max_strain in zip(("course", "wale"), args.max_strain):
+                t0 = time.perf_counter()
+                out = stretch(sw, rel, S, C, p, direction, max_strain, args.speed,
+                              args.damping)
+                out["wall_s"] = time.perf_counter() - t0
+                r[f"stretch_{direction}"] = out
+                pts = " ".join(f"{s:.2f}:{f * 1e3:.1f}" for s, f in out["curve"][::5])
+                print(f"{pattern:12s} stretch {direction:6s} strain:force[mN] {pts}  "
+                      f"closest {out['closest_diameters']:.2f} D  dL {out['length_change']:.1e}"
+                      f"  {out['wall_s']:.0f} s", flush=True)
+        arrays[f"{pattern}_offsets"] = sw.yarn_offsets
+    if "dims" in args.parts and {"stockinette", "garter", "rib2x2"} <= set(res["patterns"]):
+        pr = res["patterns"]
+        res["rib_over_stockinette_width"] = pr["rib2x2"]["width_m"] / pr["stockinette"]["width_m"]
+        res["garter_over_stockinette_height"] = (pr["garter"]["height_m"]
+                                                 / pr["stockinette"]["height_m"])
+        print(f"rib/stockinette width {res['rib_over_stockinette_width']:.3f}  "
+              f"garter/stockinette height {res['garter_over_stockinette_height']:.3f}")
+    if args.out:
+        args.out.write_text(json.dumps(res, indent=1))
+    if args.positions:
+        np.savez_compressed(args.positions, radius=p.radius, **arrays)
+
+
+if __name__ == "__main__":
+    main()
