@@ -35,6 +35,9 @@ from .spec import SimulationSpec
 # 2**MAX_RETRIES times the steps, so a frame that cannot be rescued costs 2 + 4 + 8 = 14 times
 # a normal one before the error.
 MAX_RETRIES = 3
+# Rounds of moving vertices out of colliders and holding the strain limit by positions, before
+# the first frame of a cloth that starts inside a collider (collision/untangle.py)
+UNTANGLE_ROUNDS = 20
 
 
 @dataclass
@@ -209,8 +212,7 @@ class Simulation:
         colliders = self.solver.collisions.colliders.frame(f)
         untangled = 0
         if self._untangling:
-            s = self.solver
-            untangled = untangle(s.collisions, s.x, s.v, s.inv_mass, colliders.start)
+            untangled = self._untangle(colliders.start, dt)
             self._untangling = untangled > 0
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
@@ -242,6 +244,20 @@ class Simulation:
         if self.done:
             threads.governor().release()
         return rep
+
+    def _untangle(self, state, dt: float) -> int:
+        """Move the vertices inside colliders out (collision/untangle.py), then hold the
+        material's strain limit by positions alone, alternately, at most UNTANGLE_ROUNDS
+        times; returns how many vertices the first move moved."""
+        s = self.solver
+        moved = untangle(s.collisions, s.x, s.v, s.inv_mass, state)
+        for _ in range(UNTANGLE_ROUNDS if moved else 0):
+            v = s.v.copy()
+            limited = s._limit_strain(dt, only_if_over=True)
+            s.v = v  # the limiter's correction must not become velocity
+            if not limited or not untangle(s.collisions, s.x, s.v, s.inv_mass, state):
+                break
+        return moved
 
     def _step_with_retries(self, t, dt, ft, wind):
         """The solver's step_frame, retried from the frame's start with steps half as long
