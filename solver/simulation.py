@@ -26,6 +26,7 @@ from .collision.pipeline import CollisionHandler, CollisionStats
 from .collision.untangle import untangle
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
+from .forces.seams import seam_gaps
 from .model import ClothModel, build_model
 from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
 from .solvers import make_solver
@@ -62,6 +63,7 @@ class FrameReport:
     retries: int = 0                    # tries of this frame that blew up (then finer steps)
     untangled: int = 0                  # vertices moved out of colliders before the frame
     step_refinement: int = 1            # the solver's steps divided this many times finer
+    seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
 
 
 @dataclass
@@ -109,6 +111,7 @@ class SimulationResult:
                 "iterations": int(sum(f.iterations for f in self.frames)),
                 "newton_iterations": int(sum(f.newton_iterations for f in self.frames)),
                 "retries": int(sum(f.retries for f in self.frames)),
+                "final_seam_gap_m": self.frames[-1].seam_gap_m if self.frames else 0.0,
             },
         }
 
@@ -143,6 +146,7 @@ def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
     return FrameReport(
         frame=frame, wall_time_s=wall, substeps=info.substeps, iterations=info.iterations,
         newton_iterations=info.newton_iterations,
+        seam_gap_m=float(seam_gaps(solver.x, m.seams).max()) if len(m.seams) else 0.0,
         max_strain=float(strain.max()) if len(strain) else 0.0,
         mean_strain=float(np.mean(np.abs(strain))) if len(strain) else 0.0,
         kinetic_energy_j=kinetic_energy(m.mass, solver.v),

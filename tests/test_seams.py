@@ -144,6 +144,8 @@ def test_panels_sewn_around_a_cylinder_close_and_drape_without_penetrating():
     res = simulate(spec)
     assert res.error is None
     gaps = [seam_gaps(x, seams).max() for x in res.positions]
+    assert [f.seam_gap_m for f in res.frames] == pytest.approx(gaps[1:])  # the report's
+    assert res.report()["totals"]["final_seam_gap_m"] == pytest.approx(gaps[-1])
     assert gaps[0] == pytest.approx(0.26)
     assert gaps[12] < 0.05  # closing within half a second
     assert max(gaps[-6:]) < mat.thickness
