@@ -11,8 +11,8 @@ from . import storage
 
 def _modules():
     # Imported here, after the numba cache is configured: they import the solver (and numba).
-    from . import operators, panels, properties
-    return properties, operators, panels
+    from . import knit, operators, panels, properties
+    return properties, operators, knit, panels
 
 
 def register():

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh, Simulation,
                       SimulationSpec, SolverSettings, Wind, sew_lines)
-from . import bake_status, blender_physics, modifier_stack, shape_keys, units
+from . import bake_status, blender_physics, modifier_stack, shape_keys, units, yarn_bake
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       wind_from_props)
 from .errors import BakeError
@@ -56,6 +56,10 @@ class ClothInput:
     matrices: np.ndarray
     key_offsets: np.ndarray | None
     name: str = ""
+
+    @property
+    def vertex_count(self) -> int:
+        return len(self.setup.mesh.positions)
 
 
 @dataclass
@@ -171,12 +175,14 @@ class BakeJob:
         self.metres = units.metres_per_unit(self.scene)
         depsgraph = context.evaluated_depsgraph_get()
         cloths = self._evaluated(cloth_objects(self.scene), context.view_layer, depsgraph)
-        if not cloths:
+        yarns = self._evaluated(yarn_bake.yarn_objects(self.scene), context.view_layer,
+                                depsgraph)
+        if not cloths and not yarns:
             if self.skipped:
                 raise BakeError(f"no cloth object to bake in view layer "
                                 f"'{context.view_layer.name}': {', '.join(self.skipped)}")
             raise BakeError("no cloth objects: set an object's Cloth Solver role to Cloth")
-        for obj in cloths:
+        for obj in cloths + yarns:
             if obj.mode == "EDIT" or obj.data.is_editmode:
                 raise BakeError(f"'{obj.name}' is in Edit Mode; leave it before baking")
             shape_keys.check_local(obj)
@@ -197,9 +203,11 @@ class BakeJob:
         if note:
             self.warnings.append(note)
         with bake_status.suspended():
-            inputs, colliders, field_winds = self._read_scene(context, cloths, colliders, fields)
+            inputs, colliders_read, field_winds = self._read_scene(
+                context, cloths, colliders, fields) if cloths else ([], (), {})
+            yarn_groups = self._read_yarns(context, yarns, colliders)
         self.wind, self.wind_frames = self._wind(field_winds)
-        self.groups = self._build(inputs, colliders)
+        self.groups = self._build(inputs, colliders_read) + yarn_groups
         self.total_frames = len(self.groups) * self.frames
         self.frames_done = 0
         self._group = 0
@@ -224,7 +232,7 @@ class BakeJob:
             if why is None:
                 kept.append(obj)
             else:
-                role = "cloth" if obj.cloth_solver.role == "CLOTH" else "collider"
+                role = {"CLOTH": "cloth", "YARN": "yarn"}.get(obj.cloth_solver.role, "collider")
                 self.skipped.append(f"{role} '{obj.name}' ({why})")
         return kept
 
@@ -381,6 +389,29 @@ class BakeJob:
         idx = np.flatnonzero(w > 0.0)
         return idx.astype(np.int64), w[idx]
 
+    def _read_yarns(self, context, yarns, colliders) -> list[Group]:
+        """One group per Yarn object, read at the first frame (yarn_bake.py)."""
+        if not yarns:
+            return []
+        scene, groups = self.scene, []
+        frame_before = scene.frame_current
+        try:
+            scene.frame_set(self.frame_start)
+            depsgraph = context.evaluated_depsgraph_get()
+            for obj in yarns:
+                pins, _weights = self._pins(obj)  # any weight holds a yarn point (no soft pins)
+                yarn, run = yarn_bake.read_yarn(obj, depsgraph, self.metres, self.frames, pins,
+                                                units.gravity(scene), frame_rate(scene))
+                groups.append(Group([yarn], run))
+        finally:
+            scene.frame_set(frame_before)
+        if colliders:
+            self.warnings.append(
+                f"the yarn model has no yarn–collider contact yet: yarn(s) "
+                f"{', '.join(repr(o.name) for o in yarns)} pass through collider(s) "
+                f"{', '.join(repr(o.name) for o in colliders)}")
+        return groups
+
     # ---- simulations ----
 
     def _spec(self, cloth, colliders, settings, seams=None) -> SimulationSpec:
@@ -445,6 +476,9 @@ class BakeJob:
                      f"{retried}")
         if g.simulation.done:
             self._group += 1
+            if isinstance(g.simulation, yarn_bake.YarnRun):
+                self.notes.append(f"yarn '{g.cloths[0].name}': closest yarns "
+                                  f"{g.simulation.min_clearance_diameters:.2f} diameters apart")
         return self._group < len(self.groups)
 
     def run(self) -> BakeSummary:
@@ -486,7 +520,8 @@ class BakeJob:
                 started += 1
                 shape_keys.free_bake(obj)
                 shape_keys.write_bake(obj, self.frame_start, local)
-                shape_keys.mute_modifiers(obj)
+                if obj.cloth_solver.role == "CLOTH":  # a yarn's sweep draws on top of its keys
+                    shape_keys.mute_modifiers(obj)
         except Exception as err:
             failed = writes[started - 1][0].name
             for (obj, _, _), old in zip(writes[:started], saved):
@@ -519,7 +554,7 @@ class BakeJob:
     def _check_writable(self, cloth: ClothInput) -> None:
         """Raise BakeError if the cloth's object changed since the scene was read so that its
         keys cannot be written (the modal bake lets the user go on working while it runs)."""
-        obj, vertex_count = cloth.obj, len(cloth.setup.mesh.positions)
+        obj, vertex_count = cloth.obj, cloth.vertex_count
         try:
             name = obj.name
         except ReferenceError:

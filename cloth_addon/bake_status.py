@@ -33,6 +33,8 @@ from . import blender_physics, shape_keys
 
 # Skips a modifier's UI state and read-only values (e.g. execution_time changes every
 # evaluation) in the fingerprint; its settings are what the bake reads.
+# Roles whose objects Bake Cloth simulates and writes keys into (a Yarn is a knit swatch).
+BAKED_ROLES = ("CLOTH", "YARN")
 _SKIPPED_PREFIXES = ("show_", "is_", "use_pin_to_last")
 
 _suspended = 0
@@ -91,7 +93,7 @@ def mark_scene(scene, reason: str) -> None:
     if scene is None:
         return
     for obj in scene.objects:
-        if obj.type == "MESH" and obj.cloth_solver.role == "CLOTH":
+        if obj.type == "MESH" and obj.cloth_solver.role in BAKED_ROLES:
             mark(obj, reason)
 
 
@@ -208,7 +210,7 @@ def _scene(context):
 def cloth_settings_changed(settings, context) -> None:
     """A setting of an object's cloth_solver changed (material, solver, pins, collider...)."""
     obj = settings.id_data
-    if settings.role == "CLOTH":
+    if settings.role in BAKED_ROLES:
         mark(obj, f"the cloth settings of '{obj.name}' changed")
     elif settings.role == "COLLIDER":
         mark_scene(_scene(context), f"the settings of collider '{obj.name}' changed")
@@ -246,7 +248,7 @@ def _check(scene, depsgraph) -> None:
         if not (update.is_updated_transform or update.is_updated_geometry):
             continue
         obj = update.id.original
-        if obj.type == "MESH" and obj.cloth_solver.role == "CLOTH":
+        if obj.type == "MESH" and obj.cloth_solver.role in BAKED_ROLES:
             s = obj.cloth_solver
             if not s.is_baked or s.bake_outdated:
                 continue

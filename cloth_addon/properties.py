@@ -31,7 +31,33 @@ ROLE_ITEMS = (
     ("NONE", "None", "Not part of the cloth simulation"),
     ("CLOTH", "Cloth", "Simulated by Bake Cloth; the result is written as shape keys"),
     ("COLLIDER", "Collider", "The cloth collides with this object's evaluated mesh, every frame"),
+    ("YARN", "Yarn", "A knit swatch's yarns (Add > Mesh > Knit Swatch): one polyline of loose "
+                     "edges per yarn, simulated by Bake Cloth with the yarn model"),
 )
+
+# What a knit swatch was made from (Add > Mesh > Knit Swatch, knit.py). The bake rebuilds the
+# swatch's stitch topology (loops, glued ends) from these, so they are shown, not edited.
+KNIT_PATTERN_ITEMS = (
+    ("STOCKINETTE", "Stockinette", "Knit stitches only: the face is all Vs, the edges curl"),
+    ("GARTER", "Garter", "Knit and purl courses alternate: ridged, lies flat"),
+    ("RIB2X2", "2×2 Rib", "Columns of knit 2, purl 2: stretchy across, for cuffs"),
+    ("SEED", "Seed", "Knit and purl alternate along the course and the wale: bumpy, flat"),
+)
+_KNIT = {
+    "knit_pattern": EnumProperty(name="Pattern", items=KNIT_PATTERN_ITEMS, default="STOCKINETTE",
+                                 description="Stitch pattern of the knit swatch"),
+    "knit_stitches": IntProperty(name="Stitches", default=0, min=0,
+                                 description="Stitches per course (0: not a knit swatch)"),
+    "knit_courses": IntProperty(name="Courses", default=0, min=0, description="Courses (rows)"),
+    "knit_yarn": StringProperty(name="Yarn", default="",
+                                description="Yarn preset (presets/yarns) the swatch is made of"),
+    "knit_stitch_width": FloatProperty(name="Stitch Width (m)", default=0.0, min=0.0,
+                                       precision=5, description="Loop spacing along the course "
+                                       "[m] (gauge)"),
+    "knit_course_height": FloatProperty(name="Course Height (m)", default=0.0, min=0.0,
+                                        precision=5, description="Course spacing along the wale "
+                                        "[m] (gauge)"),
+}
 
 
 def _model_doc(cls) -> str:
@@ -265,6 +291,7 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
             name="Seam Group", default="", update=cloth_settings_changed,
             description="Vertex group of the seam line (a line or loop of edges), with the "
                         "same name and vertex count on the Sew To object"),
+        **_KNIT,  # ---- yarn (knit swatch) ----
         # ---- collider ----
         "thickness": FloatProperty(
             name="Thickness (m)", default=_collider_default("thickness"), min=0.0, max=1.0,

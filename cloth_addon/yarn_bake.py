@@ -1,0 +1,154 @@
+"""Bake Cloth for objects with the role Yarn (knit swatches, knit.py): the yarn model frame by
+frame, in the shape the bake's groups expect (bake.py: ``step()`` gives a frame's report or
+None with ``result.error``; ``result.positions`` (frames + 1, P, 3) world [m]).
+
+What a yarn takes from the scene: its own mesh at the first frame (the vertices as stored, the
+bake's previous keys muted; its modifiers, the yarn sweep among them, draw on top and are not
+read), the object's transform and the scene's unit scale, gravity and frame rate, and its Pin
+Group: every point of weight > 0 is held still where it starts (the yarn model has no soft
+pins, and pins do not follow animation). The stitch topology (which loop each point belongs
+to, the glued yarn ends) is rebuilt from the knit settings stored on the object. The rest
+lengths are the mesh's edge lengths: a new swatch is relaxed, so it starts at rest.
+Colliders are not used: the yarn model has no yarn–collider contact yet (said in the summary).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..solver import (ParameterError, YarnSimulation, YarnStepError, knit_swatch,
+                      load_yarn_preset, loop_regions)
+from .errors import BakeError
+from .mesh_io import matrix, to_world, vertex_positions
+
+MODEL = "yarn"
+
+
+def yarn_objects(scene) -> list:
+    return [o for o in scene.objects if o.type == "MESH" and o.cloth_solver.role == "YARN"]
+
+
+@dataclass
+class YarnReport:
+    """One frame's report, with the fields bake.py reads from the cloth models' reports."""
+
+    frame: int
+    wall_time_s: float
+    max_strain: float          # largest relative change of a segment's length
+    steps: int = 0
+    refinements: int = 0       # steps halved so that no yarn passes through another
+    retries: int = 0
+    deepest_penetration_m: float = 0.0
+    self_intersections: int = 0
+    collider_crossings: int = 0
+    untangled: int = 0
+
+
+@dataclass
+class YarnResult:
+    positions: np.ndarray      # (frames done + 1, P, 3) world [m]
+    model_name: str = MODEL
+    error: str | None = None
+    frames: list = field(default_factory=list)
+
+
+@dataclass
+class YarnInput:
+    """A yarn object as read from the scene (the attributes bake.finish uses of a cloth)."""
+
+    obj: object
+    matrices: np.ndarray       # (frames + 1, 4, 4): its world matrix at the first frame [m/BU]
+    name: str
+    vertex_count: int
+    key_offsets: None = None
+
+
+def _edges(mesh) -> np.ndarray:
+    pairs = np.empty(2 * len(mesh.edges), dtype=np.int32)
+    mesh.edges.foreach_get("vertices", pairs)
+    return pairs.reshape(-1, 2)
+
+
+def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, gravity,
+              fps: float):
+    """(YarnInput, YarnRun) for a Yarn object at the current (first) frame; BakeError naming
+    the problem when it is not a knit swatch this bake can simulate."""
+    s, name = obj.cloth_solver, obj.name
+    if s.knit_stitches < 1 or s.knit_courses < 1 or not s.knit_yarn:
+        raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
+                        "Add > Mesh > Knit Swatch")
+    try:
+        params = load_yarn_preset(s.knit_yarn)
+    except (ParameterError, OSError, ValueError) as err:
+        raise BakeError(f"'{name}': yarn preset '{s.knit_yarn}': {err}") from None
+    sw = knit_swatch(s.knit_pattern.lower(), s.knit_stitches, s.knit_courses,
+                     s.knit_stitch_width, s.knit_course_height, params.radius)
+    mesh = obj.data
+    if len(mesh.vertices) != len(sw.positions) or len(mesh.polygons):
+        raise BakeError(f"'{name}': a {s.knit_stitches} × {s.knit_courses} swatch has "
+                        f"{len(sw.positions)} yarn points and no faces, its mesh has "
+                        f"{len(mesh.vertices)} vertices and {len(mesh.polygons)} faces; was it "
+                        "edited? Add a new Knit Swatch")
+    edges = np.sort(_edges(mesh), axis=1)
+    expected = sw.segments
+    if len(edges) != len(expected) or not np.array_equal(
+            edges[np.lexsort(edges.T[::-1])], expected):
+        raise BakeError(f"'{name}': its edges are not the swatch's yarn (one polyline through "
+                        "consecutive vertices); was it edited? Add a new Knit Swatch")
+    m = matrix(obj.evaluated_get(depsgraph))
+    m[:3] *= metres
+    x = to_world(vertex_positions(mesh), m)
+    run = YarnRun(x, sw, params, pins, frames, gravity, fps)
+    return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
+
+
+class YarnRun:
+    """The yarn model over the bake's frames, one frame per ``step()`` (bake.Group.simulation):
+    points ``x`` (P, 3) world [m] of ``swatch``'s yarn, ``pins`` held still, gravity [m/s²]."""
+
+    def __init__(self, x, swatch, params, pins, frames: int, gravity, fps: float):
+        courses, stitches = swatch.purl.shape
+        self.frames, self.fps = frames, float(fps)
+        self.sim = YarnSimulation(x, swatch.yarn_offsets, params, pins=pins, ties=swatch.ties,
+                                  gravity=gravity,
+                                  regions=loop_regions(swatch.loops, stitches, courses))
+        self._rest = self.sim.segments.rest.copy()
+        self._positions = [self.sim.x.copy()]
+        self.result = YarnResult(np.array(self._positions))
+
+    @property
+    def frame(self) -> int:
+        return len(self._positions) - 1
+
+    @property
+    def done(self) -> bool:
+        return self.frame >= self.frames
+
+    def step(self) -> YarnReport | None:
+        f = self.frame + 1
+        st = self.sim.stats
+        steps, refinements = st.steps, st.refinements
+        t0 = time.perf_counter()
+        try:
+            self.sim.advance(1.0 / self.fps)
+        except YarnStepError as err:
+            self.result.error = f"frame {f}: {err}; frames 0-{f - 1} are kept."
+            return None
+        if not np.isfinite(self.sim.x).all():
+            self.result.error = f"frame {f}: the yarn's positions are not finite"
+            return None
+        strain = float(np.abs(self.sim.segments.lengths(self.sim.x) / self._rest - 1.0).max())
+        self._positions.append(self.sim.x.copy())
+        self.result.positions = np.array(self._positions)
+        report = YarnReport(frame=f, wall_time_s=time.perf_counter() - t0, max_strain=strain,
+                            steps=st.steps - steps, refinements=st.refinements - refinements)
+        self.result.frames.append(report)
+        return report
+
+    @property
+    def min_clearance_diameters(self) -> float:
+        """Closest approach of two non-neighbouring segments so far, in yarn diameters."""
+        return float(self.sim.stats.min_clearance / (2.0 * self.sim.params.radius))

@@ -1,0 +1,165 @@
+"""Knit swatches in Blender (issue 23): Add > Mesh > Knit Swatch makes a relaxed yarn polyline
+with a Geometry Nodes sweep; Bake Cloth simulates it with the yarn model into shape keys, as
+for cloth (pins, failures and undo keep the previous bake)."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from scenes import addon, key_state, same_key_state, solver
+from test_undo import _push, _undo_stack
+
+WORSTED = (5.6e-3, 4.2e-3)  # the operator's default gauge for wool worsted [m]
+
+
+def _add(pattern="STOCKINETTE", n=4, frames=(1, 3)):
+    assert bpy.ops.cloth_solver.add_knit_swatch(
+        pattern=pattern, stitches=n, courses=n, yarn="wool_worsted") == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = frames
+    return bpy.context.view_layer.objects.active
+
+
+def _points(obj, key=None) -> np.ndarray:
+    """World positions of the yarn points: the mesh's own (Basis), or a shape key's."""
+    data = obj.data.vertices if key is None else obj.data.shape_keys.key_blocks[key].data
+    buf = np.empty(3 * len(data), dtype=np.float32)
+    data.foreach_get("co", buf)
+    m = np.array(obj.matrix_world)
+    return buf.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+
+
+def _length(x) -> float:
+    return float(np.linalg.norm(np.diff(x, axis=0), axis=1).sum())
+
+
+def _evaluated_mesh(obj):
+    dg = bpy.context.evaluated_depsgraph_get()
+    mesh = obj.evaluated_get(dg).to_mesh()
+    out = len(mesh.vertices), len(mesh.polygons)
+    buf = np.empty(3 * out[0], dtype=np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    obj.evaluated_get(dg).to_mesh_clear()
+    return out, buf.reshape(-1, 3)
+
+
+def test_add_knit_swatch_makes_a_relaxed_yarn_polyline_swept_into_a_tube():
+    bpy.context.scene.cursor.location = (0.0, 0.0, 1.0)
+    obj = _add("RIB2X2", n=4)
+    S = solver()
+    r = S.load_yarn_preset("wool_worsted").radius
+    generated = S.knit_swatch("rib2x2", 4, 4, *WORSTED, r)
+    P = len(generated.positions)
+    s = obj.cloth_solver
+    assert (s.role, s.knit_pattern, s.knit_stitches, s.knit_courses, s.knit_yarn) == (
+        "YARN", "RIB2X2", 4, 4, "wool_worsted")
+    # one yarn: P points, P - 1 loose edges through consecutive vertices, no faces
+    assert len(obj.data.vertices) == P and len(obj.data.polygons) == 0
+    edges = np.empty(2 * len(obj.data.edges), dtype=np.int32)
+    obj.data.edges.foreach_get("vertices", edges)
+    assert np.array_equal(np.sort(edges.reshape(-1, 2), axis=1), generated.segments)
+    # relaxed (Kaldor §7.1): the rest lengths shrank towards c = 0.935 of the generated ones
+    x = _points(obj)
+    assert _length(x) < 0.97 * _length(generated.positions)
+    assert abs(x.mean(axis=0) - (0.0, 0.0, 1.0)).max() < 0.01  # at the 3D cursor
+    # hanging in x-z: courses along x, wales up z, thinnest along y (a small rib pulls in to
+    # an accordion about 5 yarn diameters deep)
+    extent = x.max(axis=0) - x.min(axis=0)
+    assert extent[1] < 0.8 * min(extent[0], extent[2]), extent
+    # the top course is the pin group
+    top = [v.index for v in obj.data.vertices if v.groups]
+    assert s.pin_group == "Top Course"
+    assert top == list(range(generated.course_points[-2], generated.course_points[-1]))
+    # the Geometry Nodes sweep evaluates to a closed-around tube of the yarn's radius
+    (nv, nf), tube = _evaluated_mesh(obj)
+    assert nf > 8 * (P - 1) and nv > 8 * (P - 1)
+    local = _points(obj) - np.array(obj.matrix_world)[:3, 3]
+    grow = (tube.max(axis=0) - tube.min(axis=0)) - (local.max(axis=0) - local.min(axis=0))
+    assert 1.0 * r < grow[1] < 3.0 * r, grow  # the tube adds about a diameter across
+    assert len(obj.data.materials) == 1
+
+
+def test_bake_a_knit_swatch_hanging_from_its_top_course():
+    obj = _add("STOCKINETTE", n=4, frames=(1, 3))
+    x0 = _points(obj)
+    pinned = np.array([v.index for v in obj.data.vertices if v.groups])
+    free = np.setdiff1d(np.arange(len(x0)), pinned)
+    scene = bpy.context.scene
+    scene.use_gravity = False  # first without gravity, to see what gravity adds
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    weightless = _points(obj, "cloth_0003")
+    scene.use_gravity = True
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    s = obj.cloth_solver
+    assert s.is_baked and s.bake_model == "yarn" and (s.bake_frame_start, s.bake_frame_end) == (1, 3)
+    assert obj.modifiers["Yarn"].show_viewport  # the sweep stays on top of the keys
+    x1, x3 = _points(obj, "cloth_0001"), _points(obj, "cloth_0003")
+    np.testing.assert_allclose(x1, x0, atol=1e-6)
+    np.testing.assert_allclose(x3[pinned], x0[pinned], atol=1e-6)  # the top course holds
+    # gravity pulls the rest down (by about 0.1 mm in two frames: a 4 x 4 worsted swatch
+    # weighs 0.2 g and its loops' bending holds most of it)
+    drop = weightless[free, 2].mean() - x3[free, 2].mean()
+    assert drop > 2e-5, drop
+    assert abs(_length(x3) / _length(x0) - 1.0) < 0.01  # inextensible yarn
+    # the same yarn model run directly gives the same keys
+    S = solver()
+    sw = S.knit_swatch("stockinette", 4, 4, *WORSTED, S.load_yarn_preset("wool_worsted").radius)
+    sim = S.YarnSimulation(x0, sw.yarn_offsets, S.load_yarn_preset("wool_worsted"), pins=pinned,
+                           ties=sw.ties, gravity=np.array(bpy.context.scene.gravity),
+                           regions=S.loop_regions(sw.loops, 4, 4))
+    sim.advance(1 / 24)
+    np.testing.assert_allclose(_points(obj, "cloth_0002"), sim.x, atol=2e-6)
+    # the sweep follows the keys: the tube moves between frames 1 and 3, as much as the yarn
+    scene.frame_set(1)
+    tube1 = _evaluated_mesh(obj)[1]
+    scene.frame_set(3)
+    moved = np.abs(_evaluated_mesh(obj)[1] - tube1).max()
+    assert 0.5 < moved / np.abs(x3 - x1).max() < 2.0
+    assert "yarn 'Knit Swatch': closest yarns" in scene.cloth_solver.last_report
+    assert bpy.ops.cloth_solver.free_bake() == {"FINISHED"}
+    assert obj.data.shape_keys is None and obj.modifiers["Yarn"].show_viewport
+
+
+def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypatch):
+    obj = _add("GARTER", n=3, frames=(1, 2))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    before = key_state(obj)
+    # the yarn model cannot make a step without yarns passing through (as it reports it)
+    yarn_bake = addon().cloth_addon.yarn_bake
+
+    def stuck(self, duration):
+        raise solver().YarnStepError("a step of 1e-05 s still brings yarns within 0.05 "
+                                     "diameters (test)")
+
+    monkeypatch.setattr(solver().YarnSimulation, "advance", stuck)
+    with pytest.raises(RuntimeError, match="'Knit Swatch': frame 1: a step .*[(]test[)]"):
+        bpy.ops.cloth_solver.bake()
+    monkeypatch.undo()
+    assert same_key_state(before, key_state(obj))
+    # an edited yarn is named, not baked
+    obj.cloth_solver.knit_stitches = 5
+    with pytest.raises(RuntimeError, match="a 5 × 3 swatch has .* was it edited"):
+        bpy.ops.cloth_solver.bake()
+    obj.cloth_solver.knit_stitches = 3
+    obj.cloth_solver.pin_group = "missing"
+    with pytest.raises(RuntimeError, match="pin group 'missing' does not exist"):
+        bpy.ops.cloth_solver.bake()
+    assert same_key_state(before, key_state(obj))
+    assert yarn_bake.yarn_objects(bpy.context.scene) == [obj]
+
+
+def test_a_knit_bake_is_one_undo_step_and_a_collider_is_named_not_ignored():
+    _undo_stack()
+    _add("SEED", n=3, frames=(1, 2))
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 0.0, -0.5))
+    bpy.context.view_layer.objects.active.cloth_solver.role = "COLLIDER"
+    _push("scene")
+    assert bpy.ops.cloth_solver.bake("EXEC_DEFAULT", True) == {"FINISHED"}
+    report = bpy.context.scene.cloth_solver.last_report
+    assert "no yarn–collider contact" in report and "'Plane'" in report
+    obj = bpy.data.objects["Knit Swatch"]
+    assert obj.cloth_solver.is_baked and obj.data.shape_keys is not None
+    assert bpy.ops.ed.undo() == {"FINISHED"}
+    obj = bpy.data.objects["Knit Swatch"]
+    assert obj.data.shape_keys is None and not obj.cloth_solver.is_baked
