@@ -1,5 +1,5 @@
 """Seams: sewing forces that pull pairs of vertices together and then hold them
-(Blender's sewing springs; the "attachment points" of [VMT1995] §3.2, keys in
+(Blender's sewing springs; the attachment points of [Volino2000] §3.2, keys in
 docs/references.md).
 
 A seam pair (i, j) stores the energy E = P·(√(l² + δ²) − δ), l = |x_j − x_i|: the pair pulls
