@@ -6,7 +6,9 @@ from __future__ import annotations
 import bpy
 
 from . import bake_status, blender_physics, presets, units
-from .properties import (MATERIAL_DISPLAYS, MATERIAL_SPECS, OPTIONAL_FALLBACK,
+from .bake_status import BAKED_ROLES
+from .knit import YARN_ITEMS
+from .properties import (KNIT_PATTERN_ITEMS, MATERIAL_DISPLAYS, MATERIAL_SPECS, OPTIONAL_FALLBACK,
                          display_prop_name, prop_name)
 
 STIFFNESS = ("stretch_stiffness", "stretch_stiffness_weft", "shear_stiffness", "bend_stiffness")
@@ -123,6 +125,8 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             row.prop(s, "quality")
             if s.solver != "IMPLICIT":
                 layout.label(text="Quality: implicit model only", icon="INFO")
+        elif s.role == "YARN":
+            _draw_yarn(layout, context.object)
         elif s.role == "COLLIDER":
             col = layout.column()
             col.prop(s, "thickness")
@@ -144,6 +148,25 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
                              icon="BLANK1")
         else:
             layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")
+
+
+def _draw_yarn(layout, ob):
+    """A knit swatch (knit.py): what it was made from (fixed: the bake rebuilds its stitches
+    from it), its pins, and what the yarn model does not do yet."""
+    s = ob.cloth_solver
+    if s.knit_stitches < 1:
+        layout.label(text="Not a knit swatch: use Add > Mesh > Knit Swatch", icon="ERROR")
+        return
+    pattern = next(name for ident, name, _ in KNIT_PATTERN_ITEMS if ident == s.knit_pattern)
+    col = layout.column(align=True)
+    col.label(text=f"{pattern}, {s.knit_stitches} × {s.knit_courses} stitches", icon="MOD_CLOTH")
+    yarn = dict((ident, name) for ident, name, _ in YARN_ITEMS).get(s.knit_yarn, s.knit_yarn)
+    col.label(text=f"{yarn}, stitch {1e3 * s.knit_stitch_width:.2f} × "
+                   f"{1e3 * s.knit_course_height:.2f} mm", icon="BLANK1")
+    layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
+    col = layout.column(align=True)
+    col.label(text="Pins hold their points still", icon="INFO")
+    col.label(text="No colliders yet: yarns pass through them", icon="ERROR")
 
 
 class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):
@@ -289,7 +312,7 @@ class PHYSICS_PT_cloth_solver_wind(ClothSolverPanel, bpy.types.Panel):
 class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
     bl_label = "Bake"
     bl_parent_id = "PHYSICS_PT_cloth_solver"
-    role = {"CLOTH", "COLLIDER"}
+    role = {"CLOTH", "COLLIDER", "YARN"}
 
     def draw(self, context):
         layout = self.layout
@@ -308,9 +331,9 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             layout.label(text=compiling, icon="TIME")
         s = context.object.cloth_solver
         state, text = bake_status.status(context.object, context.scene)
-        if s.role == "CLOTH" and state == "NOT_BAKED":
+        if s.role in BAKED_ROLES and state == "NOT_BAKED":
             layout.label(text=text, icon="INFO")
-        if s.role == "CLOTH" and s.is_baked:
+        if s.role in BAKED_ROLES and s.is_baked:
             box = layout.box()
             box.use_property_split = False
             if state == "OUTDATED":  # as Blender's point cache: the bake no longer matches

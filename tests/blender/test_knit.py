@@ -8,6 +8,7 @@ import bpy
 import numpy as np
 import pytest
 from scenes import addon, key_state, same_key_state, solver
+from test_registration import _draw_all
 from test_undo import _push, _undo_stack
 
 WORSTED = (5.6e-3, 4.2e-3)  # the operator's default gauge for wool worsted [m]
@@ -160,6 +161,14 @@ def test_a_knit_bake_is_one_undo_step_and_a_collider_is_named_not_ignored():
     assert "no yarn–collider contact" in report and "'Plane'" in report
     obj = bpy.data.objects["Knit Swatch"]
     assert obj.cloth_solver.is_baked and obj.data.shape_keys is not None
+    # the panel says what the swatch is, its pins, that colliders are not used, and the bake
+    bpy.context.view_layer.objects.active = obj
+    log = _draw_all(bpy.context)
+    labels = [text for kind, text in log if kind == "label"]
+    assert "Seed, 3 × 3 stitches" in labels and "Wool Worsted, stitch 5.60 × 4.20 mm" in labels
+    assert "No colliders yet: yarns pass through them" in labels
+    assert ("prop_search", "pin_group") in log and ("operator", "cloth_solver.bake") in log
+    assert any("Baked frames 1-2 (yarn)" in t for t in labels)
     assert bpy.ops.ed.undo() == {"FINISHED"}
     obj = bpy.data.objects["Knit Swatch"]
     assert obj.data.shape_keys is None and not obj.cloth_solver.is_baked
