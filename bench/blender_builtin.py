@@ -207,7 +207,8 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
                 preset: str = "default", self_collision: bool = False,
                 return_positions: bool = False, save_positions: str | None = None,
                 every_frame: bool = False, stiffness: float | None = None,
-                sphere_segments: tuple[int, int] = (32, 16)) -> dict:
+                sphere_segments: tuple[int, int] = (32, 16),
+                stop_above_strain: float | None = None) -> dict:
     """Simulate ``frames`` frames with Blender's Cloth modifier and return timings and strain.
 
     Args:
@@ -220,6 +221,8 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         self_collision: turn on cloth self-collision.
         stiffness: tension = compression = shear stiffness (None: the preset's).
         sphere_segments: the sphere collider's (segments, rings).
+        stop_above_strain: stop at the first frame whose strain exceeds this (a search that
+            only needs to know a setting fails); ``stopped_at_frame`` says where (else None).
         return_positions: add "positions" (list of [x, y, z], world space) to the result.
         save_positions: path of a .npy file to write the final float32 positions to.
         every_frame: add "frame_positions", a (frames, V, 3) float64 array of every frame's
@@ -239,6 +242,7 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
     ms = []
     worst_strain = 0.0  # over every simulated frame, read outside the timed frame_set
     history = []
+    stopped = None
     for f in range(1, frames + 1):
         t = time.perf_counter()
         sc.frame_set(f)
@@ -252,6 +256,9 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
             history.append(pos)
         if f > 1:
             worst_strain = max(worst_strain, float(strain.max()))
+        if stop_above_strain is not None and worst_strain > stop_above_strain:
+            stopped = f
+            break
     pos32 = np.ascontiguousarray(pos, dtype=np.float32)
     sim = np.asarray(ms[1:])
     out = {
@@ -263,6 +270,7 @@ def run_builtin(resolution: int, frames: int, scene: str = "hanging", quality: i
         "frames": int(frames),
         "quality": int(cs.quality),
         "stiffness": float(cs.tension_stiffness),
+        "stopped_at_frame": stopped,
         "preset": preset,
         "self_collision": bool(self_collision),
         "ms_per_frame": [round(x, 3) for x in ms],
