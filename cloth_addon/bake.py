@@ -73,6 +73,7 @@ class Group:
     deepest_penetration_m: float = 0.0
     intersections: int = 0  # most intersecting triangle pairs in one frame
     retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
+    untangled: int = 0  # vertices moved out of colliders they started inside
 
 
 @dataclass
@@ -89,6 +90,7 @@ class BakeSummary:
     warnings: list[str] = field(default_factory=list)  # what the user should know (Cloth modifier)
     notes: list[str] = field(default_factory=list)  # inputs taken from Blender's physics
     retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
+    untangled: int = 0  # vertices moved out of colliders they started inside
 
     def text(self) -> str:
         pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
@@ -98,6 +100,9 @@ class BakeSummary:
             shown = ", ".join(str(f) for f in frames[:5]) + (", …" if len(frames) > 5 else "")
             pen += (f"; {sum(self.retried.values())} retries with finer steps after a blow-up "
                     f"(frames {shown})")
+        if self.untangled:
+            pen += (f"; {self.untangled} vertices started inside a collider and were moved "
+                    "out")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         more = "".join(f"; {text}" for text in self.notes + self.warnings)
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
@@ -461,6 +466,7 @@ class BakeJob:
         g.max_strain = max(g.max_strain, rep.max_strain)
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
         g.intersections = max(g.intersections, rep.self_intersections + rep.collider_crossings)
+        g.untangled += rep.untangled
         retried = ""
         if rep.retries:
             frame = self.frame_start + rep.frame
@@ -546,7 +552,8 @@ class BakeJob:
             intersections=max(g.intersections for g in self.groups),
             models=sorted({g.simulation.result.model_name for g in self.groups}),
             skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes),
-            retried=_merged(g.retried for g in self.groups))
+            retried=_merged(g.retried for g in self.groups),
+            untangled=sum(g.untangled for g in self.groups))
         self.scene.cloth_solver.last_report = summary.text()
         _running.discard(self)
         return summary
