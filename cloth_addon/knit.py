@@ -56,9 +56,10 @@ def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
     return local, sw.segments, sw, params
 
 
-def sweep_node_group(radius: float) -> bpy.types.NodeTree:
+def sweep_node_group(radius: float, material) -> bpy.types.NodeTree:
     """Mesh to Curve -> Catmull-Rom -> Curve to Mesh with a circle of ``radius`` (Blender
-    units) -> smooth shading. The group interface is ``interface.new_socket`` from Blender 4.0,
+    units) -> smooth shading -> ``material`` (the curves in between lose the mesh's material
+    slots, so the tube is given it). The group interface is ``interface.new_socket`` from Blender 4.0,
     ``inputs``/``outputs`` before."""
     ng = bpy.data.node_groups.new(SWEEP_GROUP, "GeometryNodeTree")
     if hasattr(ng, "interface"):
@@ -81,7 +82,9 @@ def sweep_node_group(radius: float) -> bpy.types.NodeTree:
     circle.inputs["Radius"].default_value = radius
     sweep = nodes.new("GeometryNodeCurveToMesh")
     smooth = nodes.new("GeometryNodeSetShadeSmooth")
-    chain = (group_in, to_curve, spline, resolution, sweep, smooth, group_out)
+    set_material = nodes.new("GeometryNodeSetMaterial")
+    set_material.inputs["Material"].default_value = material
+    chain = (group_in, to_curve, spline, resolution, sweep, smooth, set_material, group_out)
     for a, b in zip(chain, chain[1:]):
         links.new(a.outputs[0], b.inputs[0])  # geometry in and out are every node's first
     links.new(circle.outputs[0], sweep.inputs["Profile Curve"])
@@ -116,7 +119,8 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     mesh.edges.add(len(segments))
     mesh.edges.foreach_set("vertices", segments.astype(np.int32).ravel())
     mesh.update()
-    mesh.materials.append(yarn_material())
+    material = yarn_material()
+    mesh.materials.append(material)
     obj = bpy.data.objects.new(name, mesh)
     context.collection.objects.link(obj)
     obj.location = context.scene.cursor.location
@@ -131,7 +135,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
         group.add([int(i) for i in top_course(sw)], 1.0, "REPLACE")
         s.pin_group = PIN_GROUP
     mod = obj.modifiers.new(MODIFIER, "NODES")
-    mod.node_group = sweep_node_group(params.radius / metres)
+    mod.node_group = sweep_node_group(params.radius / metres, material)
     for other in context.view_layer.objects:
         other.select_set(False)
     obj.select_set(True)

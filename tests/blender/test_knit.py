@@ -79,6 +79,9 @@ def test_add_knit_swatch_makes_a_relaxed_yarn_polyline_swept_into_a_tube():
     grow = (tube.max(axis=0) - tube.min(axis=0)) - (local.max(axis=0) - local.min(axis=0))
     assert 1.0 * r < grow[1] < 3.0 * r, grow  # the tube adds about a diameter across
     assert len(obj.data.materials) == 1
+    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    assert [m.name for m in ev.to_mesh().materials] == [obj.data.materials[0].name]
+    ev.to_mesh_clear()
 
 
 def test_bake_a_knit_swatch_hanging_from_its_top_course():
