@@ -6,7 +6,8 @@ date; ``bake_fingerprint``), so it survives save/reload and undo. What marks a b
 
 - the cloth's settings, a collider's settings, a role, or the scene's bake settings changed:
   the properties' ``update`` callbacks (properties.py) call ``settings_changed``;
-- the cloth was moved, or its mesh, user shape keys or modifiers changed: a depsgraph update of
+- the cloth was moved, or its mesh, user shape keys or modifiers changed (of the modifiers on
+  top of the bake, modifier_stack.py, only their place in the stack): a depsgraph update of
   the object (a transform update, or a geometry update whose fingerprint differs from the one
   recorded at bake time; our own bake writes shape keys and switches modifiers off, which the
   fingerprint leaves out, so it does not mark itself outdated);
@@ -29,7 +30,7 @@ from contextlib import contextmanager
 import bpy
 import numpy as np
 
-from . import blender_physics, shape_keys
+from . import blender_physics, modifier_stack, shape_keys
 
 # Skips a modifier's UI state and read-only values (e.g. execution_time changes every
 # evaluation) in the fingerprint; its settings are what the bake reads.
@@ -139,7 +140,13 @@ def fingerprint(obj) -> str:
             h.update(_floats(kb.data, "co", 3 * len(kb.data)).tobytes())
     muted = {name: viewport for name, viewport, _render in
              json.loads(obj.cloth_solver.bake_muted_modifiers or "[]")}
+    # the modifiers on top of the bake act on the baked keys: only their place in the stack
+    # counts (a Subdivision level changed after the bake leaves it up to date)
+    top = {m.name for m in modifier_stack.on_top(obj) if m.type != "CLOTH"}
     for mod in obj.modifiers:
+        if mod.name in top:
+            h.update(repr((mod.name, mod.type)).encode())
+            continue
         h.update(repr((mod.name, mod.type, muted.get(mod.name, mod.show_viewport),
                        _settings(mod))).encode())
     return h.hexdigest()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import (ATOL, cloth, evaluated_world, key_state, local_positions, reference,
+from scenes import (ATOL, addon, cloth, evaluated_world, key_state, local_positions, reference,
                     same_key_state)
 
 
@@ -125,3 +125,24 @@ def test_decimate_above_the_subdivision_is_named_and_keeps_the_previous_bake():
                                            r"count from 25 to \d+ .*or remove it"):
         bpy.ops.cloth_solver.bake()
     assert same_key_state(before, key_state(obj))
+
+
+def test_refining_modifiers_edited_after_the_bake_leave_it_up_to_date():
+    """The modifiers on top act on the baked keys: editing them does not outdate the bake;
+    editing an input above them does."""
+    obj, sub = _subdivided(frames=(1, 3))
+    lift = obj.modifiers.new("Lift", "DISPLACE")
+    lift.strength, lift.direction, lift.mid_level = 0.1, "Z", 0.0
+    # a Displace below the Subdivision is on top of the bake too
+    bpy.context.view_layer.update()
+    assert [m.name for m in obj.modifiers] == ["Subdivision", "Lift"]
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    status = addon().cloth_addon.bake_status.status
+    sub.levels, sub.render_levels, lift.strength = 2, 3, 0.2
+    sub.show_viewport = False
+    bpy.context.view_layer.update()
+    assert status(obj, bpy.context.scene)[0] == "BAKED"
+    obj.modifiers.remove(sub)  # the Lift is now an input: the bake did not read it
+    bpy.context.view_layer.update()
+    assert status(obj, bpy.context.scene)[0] == "OUTDATED"
+
