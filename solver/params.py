@@ -291,6 +291,9 @@ class SolverSettings:
 
     def resolved(self) -> "SolverSettings":
         """These settings with every field left to the quality (None) set to its value."""
+        if self.quality not in QUALITIES:  # built directly, without from_mapping's check
+            raise ParameterError("solver.quality", f"expected one of {', '.join(QUALITIES)}, "
+                                                   f"got {self.quality!r}")
         bundle = QUALITIES[self.quality]
         return dataclasses.replace(self, **{k: v for k, v in bundle.items()
                                             if getattr(self, k) is None})
