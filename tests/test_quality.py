@@ -130,6 +130,9 @@ def test_scene_file_quality_errors_exit_2_naming_the_key(tmp_path, capsys, line,
 def test_python_api_rejects_an_unknown_quality():
     with pytest.raises(ParameterError, match="solver.quality"):
         SolverSettings.from_mapping({"quality": "draft"})
+    spec = hanging_cloth(3, COTTON, SolverSettings(quality="draft"), size=0.1, frames=1)
+    with pytest.raises(ParameterError, match="solver.quality: expected one of final, preview"):
+        simulate(spec)
 
 
 def _stiff_swing(**settings):
