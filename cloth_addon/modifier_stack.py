@@ -4,8 +4,8 @@ of its bake.
 The bake writes one shape-key position per vertex of the object's own mesh, and shape keys act
 before every modifier. So the cloth is read where Blender's own Cloth modifier usually sits:
 just above the first enabled *refining* modifier (``REFINING``: Subdivision Surface,
-Multiresolution, Solidify, Bevel, Triangulate, Edge Split, Wireframe; enabled = shown in
-viewports or renders). The modifiers above that point are inputs: their result is in the keys,
+Multiresolution, Solidify, Bevel, Triangulate, Edge Split, Wireframe, Weighted Normal, Normal
+Edit, and the Smooth by Angle node group; enabled = shown in viewports or renders). The modifiers above that point are inputs: their result is in the keys,
 and the bake switches them off (Free Bake switches them back on). That modifier and every one
 below it stay on top of the bake, as they are: while the scene is read they are switched off in
 viewports, after the bake they refine the simulated cage at playback and render.
@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from .errors import BakeError
 
 # Blender's modifier types that add detail to a surface without being what the cloth should
-# simulate: artists put them below Blender's Cloth modifier.
+# simulate: artists put them below Blender's Cloth modifier. The normal modifiers are among
+# them because shape keys hold positions only: switched off after a bake as inputs, their
+# shading would be lost.
 REFINING = {
     "SUBSURF": "Subdivision Surface",
     "MULTIRES": "Multiresolution",
@@ -35,7 +37,20 @@ REFINING = {
     "TRIANGULATE": "Triangulate",
     "EDGE_SPLIT": "Edge Split",
     "WIREFRAME": "Wireframe",
+    "WEIGHTED_NORMAL": "Weighted Normal",
+    "NORMAL_EDIT": "Normal Edit",
 }
+# Blender 4.1+'s Shade Auto Smooth adds a Geometry Nodes modifier with this node group (only
+# its sharp edges): refining like the normal modifiers
+SMOOTH_BY_ANGLE = "Smooth by Angle"
+
+
+def refining(mod) -> bool:
+    """True for a modifier that sits on top of a bake (see REFINING)."""
+    if mod.type == "NODES":
+        group = getattr(mod, "node_group", None)
+        return group is not None and group.name.startswith(SMOOTH_BY_ANGLE)
+    return mod.type in REFINING
 
 
 def _enabled(mod) -> bool:
@@ -46,7 +61,7 @@ def cloth_index(obj) -> int:
     """Index in ``obj.modifiers`` of the first enabled refining modifier (the number of
     modifiers if there is none): the cloth is read above it."""
     for i, mod in enumerate(obj.modifiers):
-        if mod.type in REFINING and _enabled(mod):
+        if refining(mod) and _enabled(mod):
             return i
     return len(obj.modifiers)
 
@@ -128,7 +143,7 @@ def check_vertex_count(obj, count: int, stack: Stack, context, frame: int) -> No
         fix = (f"Apply '{culprit.name}' (Modifier > Apply), or move it below '{first}': the "
                f"modifiers from '{first}' down stay on top of the bake")
     else:
-        kinds = ", ".join(REFINING.values())
+        kinds = ", ".join([*REFINING.values(), SMOOTH_BY_ANGLE])
         fix = (f"Apply '{culprit.name}' (Modifier > Apply) or remove it; only the modifiers "
                f"from the first {kinds} modifier down may change the vertex count (they stay on "
                "top of the bake)")

@@ -146,3 +146,36 @@ def test_refining_modifiers_edited_after_the_bake_leave_it_up_to_date():
     bpy.context.view_layer.update()
     assert status(obj, bpy.context.scene)[0] == "OUTDATED"
 
+
+
+def _smooth_by_angle(obj):
+    """A Geometry Nodes modifier with a pass-through group named like Blender 4.1+'s Shade Auto
+    Smooth asset (enough for where the bake puts it)."""
+    group = bpy.data.node_groups.new("Smooth by Angle", "GeometryNodeTree")
+    if hasattr(group, "interface"):  # Blender 4.0+
+        group.interface.new_socket("Geometry", in_out="INPUT", socket_type="NodeSocketGeometry")
+        group.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    else:
+        group.inputs.new("NodeSocketGeometry", "Geometry")
+        group.outputs.new("NodeSocketGeometry", "Geometry")
+    source, sink = group.nodes.new("NodeGroupInput"), group.nodes.new("NodeGroupOutput")
+    group.links.new(source.outputs[0], sink.inputs[0])
+    mod = obj.modifiers.new("Smooth by Angle", "NODES")
+    mod.node_group = group
+    return mod
+
+
+def test_normal_modifiers_stay_on_after_the_bake():
+    """Shape keys hold positions only: a Weighted Normal or Smooth by Angle modifier switched
+    off with the inputs would lose its shading, so they stay on top."""
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 3))
+    lift = obj.modifiers.new("Lift", "DISPLACE")
+    lift.strength, lift.direction, lift.mid_level = 0.1, "Z", 0.0
+    smooth = _smooth_by_angle(obj)
+    weighted = obj.modifiers.new("WeightedNormal", "WEIGHTED_NORMAL")
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert not lift.show_viewport  # the input, inside the keys
+    assert smooth.show_viewport and smooth.show_render
+    assert weighted.show_viewport and weighted.show_render
+    np.testing.assert_allclose(_key_world(obj, 3)[[12, 15], 2], 0.1, atol=ATOL)
+    assert evaluated_world(obj, 3).shape == (16, 3)
