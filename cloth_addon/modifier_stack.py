@@ -5,10 +5,11 @@ The bake writes one shape-key position per vertex of the object's own mesh, and 
 before every modifier. So the cloth is read where Blender's own Cloth modifier usually sits:
 just above the first enabled *refining* modifier (``REFINING``: Subdivision Surface,
 Multiresolution, Solidify, Bevel, Triangulate, Edge Split, Wireframe, Weighted Normal, Normal
-Edit, and the Smooth by Angle node group; enabled = shown in viewports or renders). The modifiers above that point are inputs: their result is in the keys,
-and the bake switches them off (Free Bake switches them back on). That modifier and every one
-below it stay on top of the bake, as they are: while the scene is read they are switched off in
-viewports, after the bake they refine the simulated cage at playback and render.
+Edit, and the Smooth by Angle node group; enabled = shown in viewports or renders). The
+modifiers above that point are inputs: their result is in the keys, and the bake switches them
+off (Free Bake switches them back on). That modifier and every one below it stay on top of the
+bake, as they are: while the scene is read they are switched off in viewports, after the bake
+they refine the simulated cage at playback and render.
 
 The modifiers above the cloth must keep the vertex count (deformers such as Displace, Armature,
 Hook, Shrinkwrap); one that does not (Decimate, Mirror, Array, Remesh, Weld, a generating
