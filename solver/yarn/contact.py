@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import njit, prange
 from ..collision.bvh import TriangleTree
 from ..collision.closest import segment_segment
 from ..collision.vector import load
@@ -128,6 +128,127 @@ def contact_forces(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_conta
     return energy, touching, d_min
 
 
+@njit(parallel=True)
+def _samples(x, v, seg, n_quad, xs, vs):
+    """Positions xs and velocities vs (S, n_quad, 3) of every segment's contact samples (its
+    n_quad midpoints), computed once per pass instead of once per sample pair."""
+    for k in prange(seg.shape[0]):
+        a, b = seg[k, 0], seg[k, 1]
+        for q in range(n_quad):
+            s = (q + 0.5) / n_quad
+            for r in range(3):
+                xs[k, q, r] = (1 - s) * x[a, r] + s * x[b, r]
+                vs[k, q, r] = (1 - s) * v[a, r] + s * v[b, r]
+
+
+@njit(parallel=True)
+def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
+                 n_quad, force, stiffness):
+    """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
+    parallel: the exact segment–segment distance of each pair is the clearance and rejects the
+    pair before sampling when it is a diameter or more; sample positions and velocities are
+    interpolated once per segment, and a sample pair's square distance rejects it before the
+    square root.
+
+    Each pair's forces and stiffness shares are computed into per-pair slots in parallel and
+    added to ``force`` and ``stiffness`` in pair order afterwards, so the sums (and the result)
+    are the same at every thread count. Arguments and units as ``contact_forces``.
+
+    Returns:
+        (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
+        clearance [m]: smallest non-neighbour segment distance, 2r if none is closer).
+    """
+    diameter = 2.0 * radius
+    d2max = diameter * diameter
+    gap = NEIGHBOUR_GAP * diameter
+    w = 1.0 / (n_quad * n_quad)
+    S = seg.shape[0]
+    xs = np.empty((S, n_quad, 3))
+    vs = np.empty((S, n_quad, 3))
+    _samples(x, v, seg, n_quad, xs, vs)
+    K = pairs.shape[0]
+    pf = np.zeros((K, 4, 3))
+    pk = np.zeros((K, 4))
+    pe = np.zeros(K)
+    ptouch = np.zeros(K, np.int64)
+    pdmin = np.ones(K)
+    pclear = np.full(K, d2max)
+    for k in prange(K):
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            continue
+        d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                   load(x, seg[j, 0]), load(x, seg[j, 1]))
+        if d2 >= d2max:
+            continue
+        pclear[k] = d2
+        scale = seg_len[i] * seg_len[j] * w
+        for qa in range(n_quad):
+            s = (qa + 0.5) / n_quad
+            for qb in range(n_quad):
+                dx = xs[j, qb, 0] - xs[i, qa, 0]
+                dy = xs[j, qb, 1] - xs[i, qa, 1]
+                dz = xs[j, qb, 2] - xs[i, qa, 2]
+                dd = dx * dx + dy * dy + dz * dz
+                if dd >= d2max or dd <= 1e-24 * d2max:
+                    continue
+                t = (qb + 0.5) / n_quad
+                dist = np.sqrt(dd)
+                d = dist / diameter
+                f, fp = _penalty(d)
+                pe[k] += k_contact * scale * f
+                ptouch[k] += 1
+                pdmin[k] = min(pdmin[k], d)
+                kk = k_contact * scale * (6.0 / (d * d * d * d) + 2.0) / d2max
+                pk[k, 0] += (1 - s) * kk
+                pk[k, 1] += s * kk
+                pk[k, 2] += (1 - t) * kk
+                pk[k, 3] += t * kk
+                nx, ny, nz = dx / dist, dy / dist, dz / dist
+                # −dE/d(dist): positive pushes the second sample away from the first
+                push = -k_contact * scale * fp / diameter
+                uvx = vs[j, qb, 0] - vs[i, qa, 0]
+                uvy = vs[j, qb, 1] - vs[i, qa, 1]
+                uvz = vs[j, qb, 2] - vs[i, qa, 2]
+                vn = nx * uvx + ny * uvy + nz * uvz
+                c = 2.0 * scale
+                fx = push * nx - c * (k_dt * uvx + (k_dn - k_dt) * vn * nx)
+                fy = push * ny - c * (k_dt * uvy + (k_dn - k_dt) * vn * ny)
+                fz = push * nz - c * (k_dt * uvz + (k_dn - k_dt) * vn * nz)
+                pf[k, 0, 0] -= (1 - s) * fx
+                pf[k, 0, 1] -= (1 - s) * fy
+                pf[k, 0, 2] -= (1 - s) * fz
+                pf[k, 1, 0] -= s * fx
+                pf[k, 1, 1] -= s * fy
+                pf[k, 1, 2] -= s * fz
+                pf[k, 2, 0] += (1 - t) * fx
+                pf[k, 2, 1] += (1 - t) * fy
+                pf[k, 2, 2] += (1 - t) * fz
+                pf[k, 3, 0] += t * fx
+                pf[k, 3, 1] += t * fy
+                pf[k, 3, 2] += t * fz
+    energy = 0.0
+    touching = 0
+    d_min = 1.0
+    best = d2max
+    for k in range(K):
+        best = min(best, pclear[k])
+        if ptouch[k] == 0:
+            continue
+        energy += pe[k]
+        touching += ptouch[k]
+        d_min = min(d_min, pdmin[k])
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        pts = (seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
+        for q in range(4):
+            stiffness[pts[q]] += pk[k, q]
+            for r in range(3):
+                force[pts[q], r] += pf[k, q, r]
+    return energy, touching, d_min, np.sqrt(best)
+
+
 @njit
 def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
     """Smallest distance [m] between non-neighbouring segments among candidate pairs (exact
@@ -152,12 +273,16 @@ class SegmentTree:
         seg: (S, 2) point indices of the segments.
         positions: (P, 3) [m] positions that shape the tree (the layout).
         radius: yarn radius [m]; every box is grown by it.
+        margin: extra growth [m]: the pairs found at x stay a superset of the pairs within 2r
+            while no point has moved ``margin`` from x (each segment moves at most that, so a
+            pair's distance shrinks by at most 2·margin), so they can be reused until then.
     """
 
-    def __init__(self, seg: np.ndarray, positions: np.ndarray, radius: float):
+    def __init__(self, seg: np.ndarray, positions: np.ndarray, radius: float,
+                 margin: float = 0.0):
         tris = np.stack([seg[:, 0], seg[:, 1], seg[:, 1]], axis=1)
         self._tree = TriangleTree(tris, positions)
-        self._pad = np.full(len(seg), float(radius))
+        self._pad = np.full(len(seg), float(radius) + float(margin))
 
     def pairs(self, x0: np.ndarray, x1: np.ndarray | None = None) -> np.ndarray:
         """Segment pairs (K, 2) whose boxes (swept from x0 to x1, grown by r) overlap."""

@@ -35,7 +35,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..params import YarnParams
-from .contact import SegmentTree, contact_forces, min_clearance
+from .contact import SegmentTree, contact_pass, min_clearance
 from .damping import filter_nonrigid
 from .plane import project_plane
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
@@ -90,6 +90,8 @@ class YarnSimulation:
             simulation, 0.3 in relaxation).
         floor: z [m] of a horizontal plane collider (a table) under the yarns, or None
             (plane.project_plane: lifted onto it inside the step, friction ``friction`` μ).
+        pair_margin: candidate segment pairs are found with boxes grown by r + pair_margin·r
+            and reused until some point has moved pair_margin·r since (contact.SegmentTree).
     """
 
     def __init__(self, positions, yarn_offsets, params: YarnParams, pins=None, ties=None,
@@ -97,7 +99,8 @@ class YarnSimulation:
                  gravity=(0.0, 0.0, -9.81), time_step: float = DEFAULT_TIME_STEP,
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
                  damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6,
-                 floor: float | None = None, friction: float = 0.5):
+                 floor: float | None = None, friction: float = 0.5,
+                 pair_margin: float = 0.25):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
         self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
@@ -126,12 +129,15 @@ class YarnSimulation:
         # forces, projection multipliers and length of the last accepted step (pin_reaction)
         self._last: tuple[np.ndarray, np.ndarray, float] | None = None
         self._stiffness = np.zeros(len(self.x))
-        # the candidate pairs of the last clearance check and the positions they were found
-        # at: an accepted step's end is the next step's start, so its forces reuse them
+        # the candidate pairs and the positions they were found at (reused within the margin)
         self._pairs_at: tuple[np.ndarray, np.ndarray] | None = None
+        self._margin = float(pair_margin) * params.radius
+        # contact forces at the end of the last tried step: an accepted step's end is the next
+        # step's start, so its check computes the next step's forces in the same pass
+        self._contact_at: tuple | None = None
         self.K = bending_matrix(self.segments, P, params.bend_stiffness).tocsc()
         self._factors: dict[float, object] = {}
-        self.tree = SegmentTree(self.segments.seg, self.x, params.radius)
+        self.tree = SegmentTree(self.segments.seg, self.x, params.radius, self._margin)
         self.time = 0.0
         self.stats = StepStats()
         self.contact_energy = 0.0
@@ -153,18 +159,32 @@ class YarnSimulation:
         k = self.axial_stiffness / self.segments.rest       # N/m per segment
         return 1.0 / (k * h * h)
 
+    def _contact(self, x: np.ndarray, v: np.ndarray):
+        """(contact force (P, 3) [N], stiffness shares (P,) [N/m], energy [J], clearance [m])
+        at (x, v), by one contact.contact_pass; the last result is kept and reused for the
+        same positions, velocities and segments (compared by value: arrays changed in place
+        must not reuse it). The relaxation shrinks the rest lengths a little every step
+        (3e-4 relative): the forces of its steps use those of the step before."""
+        c = self._contact_at
+        if (c is not None and c[3] is self.segments.seg and np.array_equal(c[0], x)
+                and np.array_equal(c[1], v)):
+            return c[2]
+        p = self.params
+        s = self.segments
+        f = np.zeros_like(x)
+        k = np.zeros(len(x))
+        energy, _, _, gap = contact_pass(
+            x, v, s.seg, s.rest, s.yarn, s.arc, self._pairs(x), p.radius, p.contact_stiffness,
+            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k)
+        out = (f, k, energy, gap)
+        self._contact_at = (x.copy(), v.copy(), out, self.segments.seg)
+        return out
+
     def forces(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Gravity and yarn–yarn contact (penalty and damping) [N] (P, 3) at (x, v)."""
-        p = self.params
-        f = self.mass[:, None] * self.gravity[None, :]
-        s = self.segments
-        pairs = self._pairs(x)
-        self._stiffness[:] = 0.0
-        self.contact_energy, _, _ = contact_forces(
-            x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
-            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f,
-            self._stiffness)
-        return f
+        fc, k, self.contact_energy, _ = self._contact(x, v)
+        self._stiffness = k
+        return self.mass[:, None] * self.gravity[None, :] + fc
 
     def stable_step(self) -> float:
         """Longest stable step [s] for the contact stiffness of the last force evaluation."""
@@ -174,11 +194,14 @@ class YarnSimulation:
         return float(np.sqrt(self.mass[self.free][k > 0] / (2.0 * k[k > 0])).min())
 
     def _pairs(self, x: np.ndarray) -> np.ndarray:
-        """Candidate segment pairs at x (boxes grown by r), found once per set of positions."""
-        # compared by value, not identity: positions changed in place must not reuse them
-        if self._pairs_at is None or not np.array_equal(self._pairs_at[0], x):
-            self._pairs_at = (x.copy(), self.tree.pairs(x))
-        return self._pairs_at[1]
+        """Candidate segment pairs at x: those found at earlier positions while no point has
+        moved the margin since (a superset of the pairs within 2r, see SegmentTree), else
+        found anew at x."""
+        at = self._pairs_at
+        if (at is None or at[0].shape != x.shape
+                or ((x - at[0]) ** 2).sum(axis=1).max() >= self._margin ** 2):
+            self._pairs_at = at = (x.copy(), self.tree.pairs(x))
+        return at[1]
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
@@ -217,7 +240,7 @@ class YarnSimulation:
             alpha = 1.0 - (1.0 - self.nonrigid_alpha) ** (h / KALDOR_STEP)
             filter_nonrigid(xn, vn, self.mass, self.free, self.regions[0], self.regions[1],
                             alpha)
-        gap = self.clearance(xn)
+        gap = self._contact(xn, vn)[3]
         moved = np.sqrt(((xn - x) ** 2).sum(axis=1)).max()
         g = self.guard * 2.0 * self.params.radius
         ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
