@@ -460,6 +460,8 @@ class BakeJob:
                 f"{self.frame_start + g.simulation.frame + 1} "
                 f"({type(err).__name__}: {err}); nothing was written and the previous bake is "
                 "unchanged. Please report this with the console output") from err
+        if rep is yarn_bake.UNFINISHED:  # a yarn frame goes on at the next call
+            return True
         if rep is None:
             raise BakeError(f"{names}: {g.simulation.result.error}")
         g.wall_time_s += rep.wall_time_s

@@ -25,6 +25,9 @@ from .errors import BakeError
 from .mesh_io import matrix, to_world, vertex_positions
 
 MODEL = "yarn"
+# Longest a yarn step() runs before it returns UNFINISHED (the modal bake's slice is 0.1 s).
+SLICE_S = 0.1
+UNFINISHED = object()  # step(): the frame goes on at the next call
 
 
 def yarn_objects(scene) -> list:
@@ -118,6 +121,8 @@ class YarnRun:
         self._rest = self.sim.segments.rest.copy()
         self._positions = [self.sim.x.copy()]
         self.result = YarnResult(np.array(self._positions))
+        self._frame_steps = 0  # steps of the frame in progress done so far
+        self._frame_start = (0, 0, 0.0)  # its stats at the start: steps, refinements, wall [s]
 
     @property
     def frame(self) -> int:
@@ -127,24 +132,38 @@ class YarnRun:
     def done(self) -> bool:
         return self.frame >= self.frames
 
-    def step(self) -> YarnReport | None:
+    def step(self) -> YarnReport | None | object:
+        """Simulate the next frame for at most ``SLICE_S`` of wall time: its report once the
+        frame is done, ``UNFINISHED`` while it goes on (a yarn frame takes seconds, and the
+        modal bake sees Esc and redraws its progress only between calls), None on failure
+        (``result.error``). The frame's steps are those of ``YarnSimulation.advance``."""
         f = self.frame + 1
         st = self.sim.stats
-        steps, refinements = st.steps, st.refinements
+        if self._frame_steps == 0:
+            self._frame_start = (st.steps, st.refinements, 0.0)
+        steps, refinements, wall = self._frame_start
+        n = max(1, round(1.0 / self.fps / self.sim.h))
         t0 = time.perf_counter()
         try:
-            self.sim.advance(1.0 / self.fps)
+            while self._frame_steps < n:
+                self.sim.step()
+                self._frame_steps += 1
+                if time.perf_counter() - t0 > SLICE_S and self._frame_steps < n:
+                    self._frame_start = (steps, refinements, wall + time.perf_counter() - t0)
+                    return UNFINISHED
         except YarnStepError as err:
             self.result.error = f"frame {f}: {err}; frames 0-{f - 1} are kept."
             return None
+        self._frame_steps = 0
         if not np.isfinite(self.sim.x).all():
             self.result.error = f"frame {f}: the yarn's positions are not finite"
             return None
         strain = float(np.abs(self.sim.segments.lengths(self.sim.x) / self._rest - 1.0).max())
         self._positions.append(self.sim.x.copy())
         self.result.positions = np.array(self._positions)
-        report = YarnReport(frame=f, wall_time_s=time.perf_counter() - t0, max_strain=strain,
-                            steps=st.steps - steps, refinements=st.refinements - refinements)
+        report = YarnReport(frame=f, wall_time_s=wall + time.perf_counter() - t0,
+                            max_strain=strain, steps=st.steps - steps,
+                            refinements=st.refinements - refinements)
         self.result.frames.append(report)
         return report
 

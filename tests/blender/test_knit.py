@@ -132,11 +132,11 @@ def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypa
     # the yarn model cannot make a step without yarns passing through (as it reports it)
     yarn_bake = addon().cloth_addon.yarn_bake
 
-    def stuck(self, duration):
+    def stuck(self):
         raise solver().YarnStepError("a step of 1e-05 s still brings yarns within 0.05 "
                                      "diameters (test)")
 
-    monkeypatch.setattr(solver().YarnSimulation, "advance", stuck)
+    monkeypatch.setattr(solver().YarnSimulation, "step", stuck)
     with pytest.raises(RuntimeError, match="'Knit Swatch': frame 1: a step .*[(]test[)]"):
         bpy.ops.cloth_solver.bake()
     monkeypatch.undo()
@@ -175,3 +175,23 @@ def test_a_knit_bake_is_one_undo_step_and_a_collider_is_named_not_ignored():
     assert bpy.ops.ed.undo() == {"FINISHED"}
     obj = bpy.data.objects["Knit Swatch"]
     assert obj.data.shape_keys is None and not obj.cloth_solver.is_baked
+
+
+def test_a_knit_frame_is_simulated_in_slices_so_the_modal_bake_sees_esc_within_it():
+    """A yarn frame takes seconds (12 × 12: 10-20 s): each bake step simulates at most 0.1 s
+    of it, so the modal bake redraws and sees Esc between slices, not only between frames."""
+    obj = _add("STOCKINETTE", n=3, frames=(1, 2))
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    slices = 0
+    while job.frames_done == 0:
+        assert job.step() is True or job.frames_done == 1
+        slices += 1
+    assert slices >= 3, slices  # 1000 steps of 3 × 3 stitches take well over 0.3 s
+    job.finish()
+    assert obj.cloth_solver.is_baked
+    # a job dropped in the middle of a frame (Esc) writes nothing
+    before = key_state(obj)
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    assert job.step() is True and job.frames_done == 0
+    del job
+    assert same_key_state(before, key_state(obj))
