@@ -13,6 +13,8 @@ the top course is the vertex group "Top Course", the Pin Group by default.
 
 from __future__ import annotations
 
+import itertools
+
 import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
@@ -85,7 +87,7 @@ def sweep_node_group(radius: float, material) -> bpy.types.NodeTree:
     set_material = nodes.new("GeometryNodeSetMaterial")
     set_material.inputs["Material"].default_value = material
     chain = (group_in, to_curve, spline, resolution, sweep, smooth, set_material, group_out)
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         links.new(a.outputs[0], b.inputs[0])  # geometry in and out are every node's first
     links.new(circle.outputs[0], sweep.inputs["Profile Curve"])
     for i, node in enumerate(chain):
