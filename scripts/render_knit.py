@@ -1,0 +1,125 @@
+"""Render docs/knit_rib.png: a 2×2 rib cuff (12 × 12 stitches of wool worsted) made with
+Add > Mesh > Knit Swatch, hanging from its top course (on a needle), at the first frame (as
+added and relaxed) and after a short Bake Cloth with the yarn model, side by side; the Geometry
+Nodes sweep renders its yarn (docs/yarn.md, README).
+
+Run (the bpy wheel of .venv, Cycles on the CPU):
+
+    NUMBA_CACHE_DIR=$PWD/.cache/numba-py311 .venv/bin/python scripts/render_knit.py \\
+        [--out docs/knit_rib.png] [--frames 12] [--stitches 12] [--samples 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _needle(bpy, swatch, radius):
+    """A knitting needle through the top course, for the eye (not a collider)."""
+    xs = [v.co.x for v in swatch.data.vertices]
+    zs = [v.co.z for v in swatch.data.vertices]
+    width = max(xs) - min(xs)
+    bpy.ops.mesh.primitive_cylinder_add(radius=radius, depth=1.4 * width,
+                                        location=(0.0, 0.0, max(zs) - 1.5 * radius),
+                                        rotation=(0.0, math.radians(90), 0.0), vertices=24)
+    ob = bpy.context.active_object
+    for p in ob.data.polygons:
+        p.use_smooth = True
+    mat = bpy.data.materials.new("Needle")
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = (0.45, 0.3, 0.15, 1.0)
+    bsdf.inputs["Roughness"].default_value = 0.35
+    ob.data.materials.append(mat)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "knit_rib.png")
+    ap.add_argument("--frames", type=int, default=12, help="bake frames 1..N")
+    ap.add_argument("--stitches", type=int, default=12)
+    ap.add_argument("--samples", type=int, default=32)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import dev_addon
+    dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
+    import bpy
+    dev_addon.enable(ROOT / ".cache" / "blender-tests-wheel")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    t0 = time.perf_counter()
+    assert bpy.ops.cloth_solver.add_knit_swatch(
+        pattern="RIB2X2", stitches=args.stitches, courses=args.stitches,
+        yarn="wool_worsted") == {"FINISHED"}
+    swatch = bpy.context.view_layer.objects.active
+    print(f"knit swatch: {len(swatch.data.vertices)} yarn points, added and relaxed in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    _needle(bpy, swatch, 2.0e-3)
+    scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = 1, args.frames
+    t0 = time.perf_counter()
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    print(f"bake: {time.perf_counter() - t0:.1f} s", flush=True)
+    target = bpy.data.objects.new("Target", None)
+    scene.collection.objects.link(target)
+    target.location = (0.0, 0.0, 0.0)
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(cam)
+    cam.location = (0.055, -0.15, 0.045)
+    track = cam.constraints.new("TRACK_TO")
+    track.target, track.track_axis, track.up_axis = target, "TRACK_NEGATIVE_Z", "UP_Y"
+    cam.data.lens = 50.0
+    cam.data.clip_start = 0.005
+    scene.camera = cam
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
+    scene.collection.objects.link(sun)
+    sun.rotation_euler = (math.radians(60), math.radians(15), math.radians(-35))
+    sun.data.energy = 3.0
+    scene.world = bpy.data.worlds.new("World")
+    if scene.world.node_tree is None:
+        scene.world.use_nodes = True
+    bg = scene.world.node_tree.nodes["Background"]
+    bg.inputs["Color"].default_value = (0.75, 0.75, 0.78, 1.0)
+    bg.inputs["Strength"].default_value = 0.7
+    scene.render.engine = "CYCLES"
+    scene.cycles.samples, scene.cycles.device = args.samples, "CPU"
+    scene.render.resolution_x, scene.render.resolution_y = 480, 480
+    scene.render.image_settings.file_format = "PNG"
+    t0 = time.perf_counter()
+    halves = []
+    for frame in (1, args.frames):
+        scene.frame_set(frame)
+        path = Path(tempfile.mkdtemp()) / f"knit_{frame}.png"
+        scene.render.filepath = str(path)
+        bpy.ops.render.render(write_still=True)
+        halves.append(bpy.data.images.load(str(path)))
+    _side_by_side(bpy, halves, args.out.resolve())
+    print(f"render: {time.perf_counter() - t0:.1f} s", flush=True)
+    print(scene.cloth_solver.last_report)
+
+
+def _side_by_side(bpy, images, out: Path) -> None:
+    import numpy as np
+    w, h = images[0].size
+    rows = []
+    for im in images:
+        px = np.empty(w * h * 4, dtype=np.float32)
+        im.pixels.foreach_get(px)
+        rows.append(px.reshape(h, w, 4))
+    both = np.concatenate(rows, axis=1)
+    result = bpy.data.images.new("knit", 2 * w, h, alpha=True)
+    result.pixels.foreach_set(both.ravel())
+    result.filepath_raw = str(out)
+    result.file_format = "PNG"
+    result.save()
+
+
+if __name__ == "__main__":
+    main()
