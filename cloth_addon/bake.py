@@ -403,18 +403,23 @@ class BakeJob:
         try:
             scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
+            floors = yarn_bake.collider_floors(colliders, depsgraph, self.metres)
             for obj in yarns:
                 pins, _weights = self._pins(obj)  # any weight holds a yarn point (no soft pins)
-                yarn, run = yarn_bake.read_yarn(obj, depsgraph, self.metres, self.frames, pins,
-                                                units.gravity(scene), frame_rate(scene))
+                yarn, run, unused = yarn_bake.read_yarn(
+                    obj, depsgraph, self.metres, self.frames, pins, units.gravity(scene),
+                    frame_rate(scene), floors)
                 groups.append(Group([yarn], run))
+                if run.floor is not None:
+                    self.notes.append(f"yarn '{obj.name}' collides with '{run.floor.name}' as "
+                                      f"an unbounded plane at z = {run.floor.z:.4g} m")
+                if unused:
+                    self.warnings.append(
+                        f"yarn '{obj.name}' passes through collider(s) "
+                        f"{', '.join(repr(n) for n in unused)}: the yarn model collides only "
+                        "with one flat horizontal collider below it (as a floor)")
         finally:
             scene.frame_set(frame_before)
-        if colliders:
-            self.warnings.append(
-                f"the yarn model has no yarn–collider contact yet: yarn(s) "
-                f"{', '.join(repr(o.name) for o in yarns)} pass through collider(s) "
-                f"{', '.join(repr(o.name) for o in colliders)}")
         return groups
 
     # ---- simulations ----

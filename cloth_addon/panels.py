@@ -166,7 +166,8 @@ def _draw_yarn(layout, ob):
     layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
     col = layout.column(align=True)
     col.label(text="Pins hold their points still", icon="INFO")
-    col.label(text="No colliders yet: yarns pass through them", icon="ERROR")
+    col.label(text="Colliders: one flat, horizontal one", icon="INFO")
+    col.label(text="(a floor); yarns pass through others", icon="BLANK1")
 
 
 class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):

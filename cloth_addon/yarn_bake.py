@@ -9,7 +9,10 @@ Group: every point of weight > 0 is held still where it starts (the yarn model h
 pins, and pins do not follow animation). The stitch topology (which loop each point belongs
 to, the glued yarn ends) is rebuilt from the knit settings stored on the object. The rest
 lengths are the mesh's edge lengths: a new swatch is relaxed, so it starts at rest.
-Colliders are not used: the yarn model has no yarn–collider contact yet (said in the summary).
+Colliders: the yarn model collides with one horizontal plane (``YarnSimulation(floor=)``), so a
+collider whose mesh is flat and horizontal at the first frame becomes that plane, unbounded, at
+its height plus its thickness, with its friction (the highest one below the yarn); every other
+collider is named in the summary as one the yarn passes through.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import numpy as np
 
 from ..solver import (ParameterError, YarnSimulation, YarnStepError, knit_swatch,
                       load_yarn_preset, loop_regions)
+from . import blender_physics
+from .convert import collider_from_props
 from .errors import BakeError
-from .mesh_io import matrix, to_world, vertex_positions
+from .mesh_io import EvaluatedMesh, matrix, to_world, vertex_positions
 
 MODEL = "yarn"
 # Longest a yarn step() runs before it returns UNFINISHED (the modal bake's slice is 0.1 s).
@@ -75,10 +80,45 @@ def _edges(mesh) -> np.ndarray:
     return pairs.reshape(-1, 2)
 
 
+@dataclass
+class Floor:
+    """A collider as the yarn model can use it: ``z`` [m] of the top of a flat horizontal one
+    (its surface plus its thickness), None for any other shape."""
+
+    name: str
+    z: float | None
+    friction: float
+
+
+def collider_floors(colliders, depsgraph, metres: float) -> list[Floor]:
+    """Each collider object read at the current frame (see module docstring)."""
+    out = []
+    for obj in colliders:
+        ev = EvaluatedMesh(obj, depsgraph, scale=metres)
+        if obj.cloth_solver.role == "COLLIDER":  # our own settings win over Collision's
+            thickness, friction = collider_from_props(obj.cloth_solver)
+            thickness *= metres
+        else:
+            thickness, friction = blender_physics.collision_settings(obj, metres)
+        z = ev.positions[:, 2]
+        size = float(np.ptp(ev.positions[:, :2], axis=0).max()) if len(z) else 0.0
+        flat = len(z) > 0 and size > 0 and float(np.ptp(z)) <= 1e-6 * max(1.0, size)
+        out.append(Floor(obj.name, float(z.mean()) + thickness if flat else None, friction))
+    return out
+
+
+def choose_floor(x: np.ndarray, floors: list[Floor]) -> tuple[Floor | None, list[str]]:
+    """The highest flat collider below every yarn point, and the names of the others."""
+    lowest = float(x[:, 2].min())
+    below = [f for f in floors if f.z is not None and f.z < lowest]
+    floor = max(below, key=lambda f: f.z) if below else None
+    return floor, [f.name for f in floors if f is not floor]
+
+
 def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, gravity,
-              fps: float):
-    """(YarnInput, YarnRun) for a Yarn object at the current (first) frame; BakeError naming
-    the problem when it is not a knit swatch this bake can simulate."""
+              fps: float, floors: list[Floor] = ()):
+    """(YarnInput, YarnRun, unused collider names) for a Yarn object at the current (first)
+    frame; BakeError naming the problem when it is not a knit swatch this bake can simulate."""
     s, name = obj.cloth_solver, obj.name
     if s.knit_stitches < 1 or s.knit_courses < 1 or not s.knit_yarn:
         raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
@@ -104,19 +144,22 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     m = matrix(obj.evaluated_get(depsgraph))
     m[:3] *= metres
     x = to_world(vertex_positions(mesh), m)
-    run = YarnRun(x, sw, params, pins, frames, gravity, fps)
-    return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
+    floor, unused = choose_floor(x, list(floors))
+    run = YarnRun(x, sw, params, pins, frames, gravity, fps, floor)
+    return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run, unused
 
 
 class YarnRun:
     """The yarn model over the bake's frames, one frame per ``step()`` (bake.Group.simulation):
     points ``x`` (P, 3) world [m] of ``swatch``'s yarn, ``pins`` held still, gravity [m/s²]."""
 
-    def __init__(self, x, swatch, params, pins, frames: int, gravity, fps: float):
+    def __init__(self, x, swatch, params, pins, frames: int, gravity, fps: float,
+                 floor: Floor | None = None):
         courses, stitches = swatch.purl.shape
-        self.frames, self.fps = frames, float(fps)
+        self.frames, self.fps, self.floor = frames, float(fps), floor
         self.sim = YarnSimulation(x, swatch.yarn_offsets, params, pins=pins, ties=swatch.ties,
-                                  gravity=gravity,
+                                  gravity=gravity, floor=None if floor is None else floor.z,
+                                  friction=0.5 if floor is None else floor.friction,
                                   regions=loop_regions(swatch.loops, stitches, courses))
         self._rest = self.sim.segments.rest.copy()
         self._positions = [self.sim.x.copy()]

@@ -153,15 +153,18 @@ def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypa
     assert yarn_bake.yarn_objects(bpy.context.scene) == [obj]
 
 
-def test_a_knit_bake_is_one_undo_step_and_a_collider_is_named_not_ignored():
+def test_a_knit_bake_is_one_undo_step_and_colliders_it_cannot_use_are_named():
     _undo_stack()
     _add("SEED", n=3, frames=(1, 2))
     bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 0.0, -0.5))
     bpy.context.view_layer.objects.active.cloth_solver.role = "COLLIDER"
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.1, location=(0.5, 0.0, 0.0))
+    bpy.context.view_layer.objects.active.cloth_solver.role = "COLLIDER"
     _push("scene")
     assert bpy.ops.cloth_solver.bake("EXEC_DEFAULT", True) == {"FINISHED"}
     report = bpy.context.scene.cloth_solver.last_report
-    assert "no yarn–collider contact" in report and "'Plane'" in report
+    assert "yarn 'Knit Swatch' collides with 'Plane' as an unbounded plane at z = -0.495" in report
+    assert "yarn 'Knit Swatch' passes through collider(s) 'Sphere'" in report
     obj = bpy.data.objects["Knit Swatch"]
     assert obj.cloth_solver.is_baked and obj.data.shape_keys is not None
     # the panel says what the swatch is, its pins, that colliders are not used, and the bake
@@ -169,7 +172,7 @@ def test_a_knit_bake_is_one_undo_step_and_a_collider_is_named_not_ignored():
     log = _draw_all(bpy.context)
     labels = [text for kind, text in log if kind == "label"]
     assert "Seed, 3 × 3 stitches" in labels and "Wool Worsted, stitch 5.60 × 4.20 mm" in labels
-    assert "No colliders yet: yarns pass through them" in labels
+    assert "Colliders: one flat, horizontal one" in labels
     assert ("prop_search", "pin_group") in log and ("operator", "cloth_solver.bake") in log
     assert any("Baked frames 1-2 (yarn)" in t for t in labels)
     assert bpy.ops.ed.undo() == {"FINISHED"}
@@ -195,3 +198,23 @@ def test_a_knit_frame_is_simulated_in_slices_so_the_modal_bake_sees_esc_within_i
     assert job.step() is True and job.frames_done == 0
     del job
     assert same_key_state(before, key_state(obj))
+
+
+def test_a_falling_knit_swatch_lands_on_a_flat_collider():
+    """A swatch let go 1 mm above a plane collider (thickness 5 mm above its surface) falls
+    onto it within the first frame and stays on it: no yarn point below its top + radius."""
+    obj = _add("STOCKINETTE", n=3, frames=(1, 3))
+    obj.cloth_solver.pin_group = ""
+    x0 = _points(obj)
+    r = solver().load_yarn_preset("wool_worsted").radius
+    top = x0[:, 2].min() - r - 1e-3
+    bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 0.0, top - 0.005))
+    plane = bpy.context.view_layer.objects.active
+    plane.cloth_solver.role = "COLLIDER"
+    plane.cloth_solver.thickness = 0.005
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    for key in ("cloth_0002", "cloth_0003"):
+        x = _points(obj, key)
+        assert x[:, 2].min() >= top + r - 1e-5, key  # on the plane, never through it
+        assert x[:, 2].min() < x0[:, 2].min() - 5e-4, key  # it did fall onto it
+    assert abs(_length(x) / _length(x0) - 1.0) < 0.01
