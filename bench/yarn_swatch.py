@@ -24,16 +24,17 @@ from solver.params import YarnParams
 from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
 
 
-def run(n: int, frames: int, fps: float = 24.0) -> dict:
+def run(n: int, frames: int, fps: float = 24.0, courses: int | None = None) -> dict:
     p = YarnParams()
-    sw = knit_swatch("stockinette", n, n, 5.6e-3, 4.2e-3, p.radius)
+    c = n if courses is None else courses
+    sw = knit_swatch("stockinette", n, c, 5.6e-3, 4.2e-3, p.radius)
     t0 = time.perf_counter()
     relaxed = relax_swatch(sw, p, duration=0.02)
     t_relax = time.perf_counter() - t0
     x = relaxed.positions
     top = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * sw.course_height)[0]
     sim = YarnSimulation(x, sw.yarn_offsets, p, pins=top, ties=sw.ties, rest=relaxed.rest,
-                         gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, n, n))
+                         gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, n, c))
     spent = {"contact": 0.0, "pairs": 0.0}
 
     def timed(name, fn):
@@ -54,7 +55,7 @@ def run(n: int, frames: int, fps: float = 24.0) -> dict:
     wall = (time.perf_counter() - t0) / frames
     cpu = (time.process_time() - c0) / frames
     st = sim.stats
-    return {"stitches": n, "points": len(x), "segments": len(sim.segments.rest),
+    return {"stitches": n, "courses": c, "points": len(x), "segments": len(sim.segments.rest),
             "relax_s": t_relax, "frame_s": wall, "frame_cpu_s": cpu, "steps_per_frame": st.steps / frames,
             "refinements": st.refinements, "stability_refinements": st.stability_refinements,
             "contact_share": spent["contact"] / (wall * frames),
@@ -66,11 +67,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[4, 8])
     ap.add_argument("--frames", type=int, default=2)
+    ap.add_argument("--courses", type=int, default=None,
+                    help="courses (default: as many as stitches); 42 with --sizes 32 is "
+                         "Kaldor's validation swatch")
     args = ap.parse_args()
     run(3, 1)  # compile or load the kernels first
     for n in args.sizes:
-        r = run(n, args.frames)
-        print(f"{r['stitches']:>3} x {r['stitches']:<3} {r['points']:>6} points "
+        r = run(n, args.frames, courses=args.courses)
+        print(f"{r['stitches']:>3} x {r['courses']:<3} {r['points']:>6} points "
               f"{r['segments']:>6} segments  relax {r['relax_s']:.1f} s  "
               f"{r['frame_s']:.2f} s/frame (CPU {r['frame_cpu_s']:.2f} s)  "
               f"{r['steps_per_frame']:.0f} steps/frame  "

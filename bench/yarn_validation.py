@@ -13,13 +13,13 @@ For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
   top/bottom courses above the table (a flat swatch: the yarn's own thickness, ~1 r); floating,
   their offset along the face normal from the swatch's middle (its sign says which way an edge
   rolls) and the rolled angle atan(offset / one loop pitch);
-- stretch: one edge pinned, the opposite edge pinned and pulled at ``--speed`` m/s (Kaldor's
-  clamp), no gravity, quasi-static: light viscous damping instead of the non-rigid filter
-  (the filter removes 60 % of every region's non-rigid velocity per 1/11800 s, a drag
-  proportional to the strain rate that at 0.1 m/s was most of the measured force, ~50 mN,
-  and falling as the strain grew); the clamp force [N] from the
-  yarn's contact, length-constraint and bending forces on the pulled points
-  (YarnSimulation.pin_reaction), along the course and along the wale, every 1 % of strain;
+- stretch: one edge pinned, the opposite edge pinned and moved (Kaldor's clamp), no gravity,
+  static: the clamp steps to each strain level and holds; the force is averaged at the end of
+  the hold, with viscous damping instead of the non-rigid filter (the filter removes 60 % of
+  every region's non-rigid velocity per 1/11800 s, a drag proportional to the strain rate:
+  pulled steadily at 0.1 m/s it was most of the measured force, ~50 mN); the clamp force [N]
+  from the yarn's contact, length-constraint and bending forces on the moved points
+  (YarnSimulation.pin_reaction), along the course and along the wale;
 - throughout: yarn length change and the closest non-neighbouring pair (in diameters).
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_validation.py --size 10 10 --out X.json
@@ -107,33 +107,44 @@ def curl(sw, rel, S, C, p, settle, table):
     return out, sim.x
 
 
-def stretch(sw, rel, S, C, p, direction, max_strain, speed, damping):
+def stretch(sw, rel, S, C, p, direction, max_strain, step, ramp, hold, damping):
+    """Force–extension by hold-and-measure: the clamp moves to each strain level (every
+    ``step``) over ``ramp`` seconds, then holds for ``hold`` seconds; the force is the mean over
+    the last fifth of the hold (the static force; damping only speeds the settling).
+
+    Strain 0 is the relaxed swatch (Kaldor's rest state, relaxed with 1/1000 of the bending):
+    with the simulation's full bending it is already under some tension there, which the
+    curve's first point (held at strain 0) shows."""
     x = rel.positions.copy()
     axis = 0 if direction == "course" else 1
-    pitch = W if axis == 0 else H
-    lo, hi = x[:, axis].min(), x[:, axis].max()
-    fixed = np.nonzero(x[:, axis] < lo + 0.5 * pitch)[0]
-    pulled = np.nonzero(x[:, axis] > hi - 0.5 * pitch)[0]
+    # the clamps hold whole loops: the first and last stitch column (with the edge half-loops)
+    # along the course, the first and last course along the wale
+    col, row = sw.loops % S, sw.loops // S
+    fixed = np.nonzero(col == 0 if axis == 0 else row == 0)[0]
+    pulled = np.nonzero(col == S - 1 if axis == 0 else row == C - 1)[0]
     sim = YarnSimulation(x, sw.yarn_offsets, p, ties=sw.ties, rest=rel.rest,
                          pins=np.r_[fixed, pulled], gravity=(0.0, 0.0, 0.0),
                          damping_rate=damping)
     L0 = sim.yarn_lengths()[0]
     span0 = float(x[pulled, axis].mean() - x[fixed, axis].mean())
-    dx = speed * sim.h
+    n_ramp = max(1, round(ramp / sim.h))
+    n_hold = max(5, round(hold / sim.h))
     curve = []
-    next_mark = 0.0
-    while True:
-        strain = float((sim.x[pulled, axis].mean() - sim.x[fixed, axis].mean()) / span0 - 1)
-        if strain >= next_mark - 1e-12:
-            force = -float(sim.pin_reaction(pulled)[axis])
-            curve.append((round(strain, 4), force))
-            next_mark += 0.01
-        if strain >= max_strain:
-            break
-        moved = sim.x.copy()
-        moved[pulled, axis] += dx
-        sim.x = moved
-        sim.step()
+    for level in np.arange(0.0, max_strain + 1e-9, step):
+        target = span0 * (1 + level)
+        now = float(sim.x[pulled, axis].mean() - sim.x[fixed, axis].mean())
+        dx = (target - now) / n_ramp
+        for _ in range(n_ramp):
+            moved = sim.x.copy()
+            moved[pulled, axis] += dx
+            sim.x = moved
+            sim.step()
+        forces = []
+        for k in range(n_hold):
+            sim.step()
+            if k >= n_hold - n_hold // 5:
+                forces.append(-float(sim.pin_reaction(pulled)[axis]))
+        curve.append((round(float(level), 4), float(np.mean(forces)), float(np.std(forces))))
     out = guarantees(sim, L0, p)
     out.update(span_m=span0, curve=curve)
     return out
@@ -145,10 +156,12 @@ def main() -> None:
     ap.add_argument("--parts", nargs="+", default=["dims", "curl", "stretch"])
     ap.add_argument("--patterns", nargs="+", default=list(PATTERNS))
     ap.add_argument("--settle", type=float, default=0.1, help="curl settling time [s]")
-    ap.add_argument("--max-strain", type=float, nargs=2, default=[0.4, 0.15],
+    ap.add_argument("--max-strain", type=float, nargs=2, default=[0.4, 0.2],
                     metavar=("COURSE", "WALE"))
-    ap.add_argument("--speed", type=float, default=0.05, help="clamp speed [m/s]")
-    ap.add_argument("--damping", type=float, default=50.0, help="stretch damping [1/s]")
+    ap.add_argument("--strain-step", type=float, default=0.05)
+    ap.add_argument("--ramp", type=float, default=0.004, help="clamp move per level [s]")
+    ap.add_argument("--hold", type=float, default=0.025, help="hold per level [s]")
+    ap.add_argument("--damping", type=float, default=300.0, help="stretch damping [1/s]")
     ap.add_argument("--out", type=Path, default=None, help="JSON results")
     ap.add_argument("--positions", type=Path, default=None,
                     help="NPZ of the relaxed and table-settled positions (for rendering)")
@@ -181,11 +194,11 @@ def main() -> None:
         if "stretch" in args.parts:
             for direction, max_strain in zip(("course", "wale"), args.max_strain):
                 t0 = time.perf_counter()
-                out = stretch(sw, rel, S, C, p, direction, max_strain, args.speed,
-                              args.damping)
+                out = stretch(sw, rel, S, C, p, direction, max_strain, args.strain_step,
+                              args.ramp, args.hold, args.damping)
                 out["wall_s"] = time.perf_counter() - t0
                 r[f"stretch_{direction}"] = out
-                pts = " ".join(f"{s:.2f}:{f * 1e3:.1f}" for s, f in out["curve"][::5])
+                pts = " ".join(f"{s:.2f}:{f * 1e3:.2f}" for s, f, _ in out["curve"])
                 print(f"{pattern:12s} stretch {direction:6s} strain:force[mN] {pts}  "
                       f"closest {out['closest_diameters']:.2f} D  dL {out['length_change']:.1e}"
                       f"  {out['wall_s']:.0f} s", flush=True)
