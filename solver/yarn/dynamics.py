@@ -22,8 +22,9 @@ One step of length h, Kaldor's Figure 4.3 with the bending made implicit:
    regions, with α per step scaled to the step length from his α per step of 1/11800 s.
 
 A step is also refined when it is too long for the explicit contact force to be stable: h must
-stay below sqrt(m_i / (2·k_i)) at every point, k_i its share of the contact stiffness; these
-halvings are counted apart (``stability_refinements``) from those that prevent passing through.
+stay below sqrt(m_i / k_i) at every point, k_i its share of the contact stiffness (symplectic
+Euler is stable to 2/ω, and a pair of points touching has ω² ≤ 2·k_i/m_i, so this is 0.71 of
+the limit: a margin for the penalty stiffening within the step); these halvings are counted apart (``stability_refinements``) from those that prevent passing through.
 """
 
 from __future__ import annotations
@@ -40,10 +41,13 @@ from .damping import filter_nonrigid
 from .plane import project_plane
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 
-# Half Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): with his contact stiffness
-# and a lightly compressed knit the explicit contact needed about that (a relaxed 6 × 6
-# stockinette swatch halved every step of 1/12000 s for stability, and none of 1/24000 s).
-DEFAULT_TIME_STEP = 1.0 / 24000.0
+# 0.7 of Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): the explicit contact of
+# a relaxed worsted swatch is stable to about 1/13,000 s by the bound of ``stable_step`` (a
+# relaxed 8 × 8 stockinette: 1/18,700 s by the old, twice as strict bound); 1/16800 s leaves a
+# margin of 1.3 and is a whole number of steps per frame at 24, 25 and 30 fps (700, 672, 560).
+# Positions differ from 1/24000 s by the first-order time error (0.97 mm after 40 ms of a
+# swinging 8 × 8 swatch, 0.51 mm between 1/24000 and 1/32000 s; docs/yarn.md, "Speed").
+DEFAULT_TIME_STEP = 1.0 / 16800.0
 # Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
 KALDOR_STEP = 1.0 / 11800.0
 
@@ -191,7 +195,8 @@ class YarnSimulation:
         k = self._stiffness[self.free]
         if not (k > 0).any():
             return np.inf
-        return float(np.sqrt(self.mass[self.free][k > 0] / (2.0 * k[k > 0])).min())
+        # 0.71 of symplectic Euler's 2/ω with ω² ≤ 2·k/m (module docstring)
+        return float(np.sqrt(self.mass[self.free][k > 0] / k[k > 0]).min())
 
     def _pairs(self, x: np.ndarray) -> np.ndarray:
         """Candidate segment pairs at x: those found at earlier positions while no point has
