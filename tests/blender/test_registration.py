@@ -80,7 +80,7 @@ def test_solver_choices_are_the_registered_models():
     items = [i.identifier for i in rna["solver"].enum_items]
     assert items == [m.upper() for m in pkg.solver.solvers.SOLVERS]
     assert {"MASS_SPRING", "IMPLICIT"} <= set(items)
-    assert [i.identifier for i in rna["role"].enum_items] == ["NONE", "CLOTH", "COLLIDER"]
+    assert [i.identifier for i in rna["role"].enum_items] == ["NONE", "CLOTH", "COLLIDER", "YARN"]
 
 
 def test_properties_map_to_validated_solver_parameters():
