@@ -218,3 +218,14 @@ def test_a_falling_knit_swatch_lands_on_a_flat_collider():
         assert x[:, 2].min() >= top + r - 1e-5, key  # on the plane, never through it
         assert x[:, 2].min() < x0[:, 2].min() - 5e-4, key  # it did fall onto it
     assert abs(_length(x) / _length(x0) - 1.0) < 0.01
+
+
+def test_knit_swatch_is_in_the_add_mesh_menu():
+    funcs = bpy.types.VIEW3D_MT_mesh_add.draw._draw_funcs
+    ours = [f for f in funcs if getattr(f, "__module__", "").endswith("cloth_addon.knit")]
+    assert len(ours) == 1  # once, however often the add-on was registered
+    layout = type("Layout", (), {})()
+    calls = []
+    layout.operator = lambda idname, **kw: calls.append(idname)
+    ours[0](type("Menu", (), {"layout": layout})(), bpy.context)
+    assert calls == ["cloth_solver.add_knit_swatch"]
