@@ -96,6 +96,9 @@ class YarnSimulation:
             (plane.project_plane: lifted onto it inside the step, friction ``friction`` μ).
         pair_margin: candidate segment pairs are found with boxes grown by r + pair_margin·r
             and reused until some point has moved pair_margin·r since (contact.SegmentTree).
+            A wider margin rebuilds less often but hands the contact pass more pairs: a 12 × 12
+            swatch hanging for a frame took 3.6, 3.45, 3.2, 3.2, 3.4, 3.9 and 5.4 CPU s at
+            margins 0, 0.05, 0.1, 0.15, 0.25, 0.5 and 1.
     """
 
     def __init__(self, positions, yarn_offsets, params: YarnParams, pins=None, ties=None,
@@ -104,7 +107,7 @@ class YarnSimulation:
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
                  damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6,
                  floor: float | None = None, friction: float = 0.5,
-                 pair_margin: float = 0.25):
+                 pair_margin: float = 0.1):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
         self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
