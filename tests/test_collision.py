@@ -338,12 +338,55 @@ def test_self_contact_substeps_count_only_edges_in_self_contact():
     assert not handler.self_contact_vertices[[a, b]].any()
     assert solver._substeps_for_self_contact(frame_dt, 2) == 2
     handler.self_contact_vertices[a] = True
-    assert solver._substeps_for_self_contact(frame_dt, 2) == 8  # 4 lengths / 0.5 per step
+    from solver.solvers.implicit import SELF_CONTACT_MOTION
+    assert solver._substeps_for_self_contact(frame_dt, 2) == int(np.ceil(4 / SELF_CONTACT_MOTION))
     apart = x0.copy()
     apart[flap_vertices, 2] += 0.05
     handler.resolve(apart, apart.copy(), np.zeros_like(x0), 1.0 / model.mass, frame_dt, state,
                     state)
     assert not handler.self_contact_vertices.any()  # a full resolve starts the marks afresh
+
+
+def test_two_sheets_dropped_onto_each_other_with_contacts_in_the_solve(monkeypatch):
+    """Cloth–cloth contacts inside the implicit solve: a sheet dropped onto another lying over
+    a bump never passes through it nor into the colliders, and the collision pipeline after the
+    solve has less to do than without them: at most half the resolves repeated after the
+    strain limiter and half the continuous collisions (measured: 5 against 50, 345 against
+    1,484)."""
+    from solver.collision import pipeline
+    from solver.formats.presets import load_preset
+
+    lower = ClothSetup(grid_mesh((0.5, 0.5), (17, 17), (0.0, 0.0, 0.05)), load_preset("cotton"))
+    upper = ClothSetup(grid_mesh((0.4, 0.4), (15, 15), (0.03, 0.02, 0.15)),
+                       load_preset("cotton"))
+    bump = Collider("sphere", center=np.array([0.0, 0.0, -0.1]), radius=0.15, thickness=0.005,
+                    friction=0.3)
+    floor = Collider("plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.002, friction=0.3)
+    spec = SimulationSpec((lower, upper), SolverSettings(model="implicit", self_collision=True),
+                          frames=24, colliders=(floor, bump))
+    resolve = pipeline.CollisionHandler.resolve
+    counts = {}
+
+    def counted(self, *args, **kwargs):
+        stats = resolve(self, *args, **kwargs)
+        repeated = len(args) > 7 or kwargs.get("moved") is not None
+        counts["repeated"] = counts.get("repeated", 0) + repeated
+        counts["collisions"] = counts.get("collisions", 0) + stats.collisions
+        return stats
+
+    monkeypatch.setattr(pipeline.CollisionHandler, "resolve", counted)
+    runs = {}
+    for inside in (False, True):
+        monkeypatch.setattr(pipeline, "SELF_CONTACTS_IN_SOLVE", inside)
+        counts.clear()
+        r = simulate(spec)
+        clean(r)
+        assert all(f.self_intersections == 0 for f in r.frames)
+        assert r.positions[-1][:, 2].max() < 0.1  # both came down
+        runs[inside] = dict(counts)
+    assert 0 < 2 * runs[True]["repeated"] <= runs[False]["repeated"]
+    assert 0 < 2 * runs[True]["collisions"] <= runs[False]["collisions"]
 
 
 def test_the_self_intersection_check_sees_a_strip_without_self_collision():

@@ -45,6 +45,10 @@ ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the
 # the pairs: fewer tree queries, with the same drape bit for bit (docs/design-notes.md,
 # "Candidate pair reuse")
 SLACK = 2e-3
+# cloth–cloth contacts predicted at a step's start also enter the implicit solve, as collider
+# contacts do: fewer pushes after it to fight the strain limit at folds (docs/design-notes.md,
+# "Cloth–cloth contacts inside the implicit solve")
+SELF_CONTACTS_IN_SOLVE = True
 
 
 @dataclass
@@ -335,7 +339,48 @@ class CollisionHandler:
                 margin[keep]
             target = (rec[:, GAP] - rec[:, D0]) / h + np.sum(surface * n, axis=1)
             groups.append((idx[:, 0], margin, n, target, surface, rec[:, MU]))
-        return merge_deepest(groups)
+        found = merge_deepest(groups)
+        if self.self_collision and SELF_CONTACTS_IN_SOLVE:
+            # a collider contact keeps its vertex: the cloth–cloth one is against a side whose
+            # motion is only predicted
+            found = found.union(merge_deepest([self._self_constraints(x0, v_pred, inv_mass,
+                                                                      h, c0, c1, near)]))
+        return found
+
+    def _self_constraints(self, x0, v_pred, inv_mass, h, c0, c1, near):
+        """Cloth–cloth contacts for the implicit solve, as candidates for merge_deepest
+        (vertices, margin, normals, target, surface velocity, friction): a cloth point that
+        starts within (1 + near) times the contact distance of another cloth primitive and,
+        moving along v_pred (V, 3) [m/s] against that primitive's own predicted motion, would
+        end closer than it. The primitive's motion stays as predicted in the solve (the filter
+        constrains one vertex), which is why these are only the first line: the collision
+        pipeline still tests every pair after the step. Friction is left to the pipeline (a
+        sticking vertex would be held to a predicted velocity)."""
+        V = self.V
+        P0 = np.concatenate([x0, c0.mesh_positions])
+        U = np.concatenate([v_pred, (c1.mesh_positions - c0.mesh_positions) / h])
+        im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
+        # (the last call's path is the solved one: the resolve after the solve reuses its pairs)
+        idx, rec = self._detect(REPULSION, P0, U, im, h)
+        # cloth pairs only; the first point is a vertex (vertex–face) or an edge's end nearest
+        # the other edge (edge–edge, weight 1): it gets the contact, the other side's point is
+        # Σ w·x over the last three
+        w = rec[:, :4]
+        mine = (idx < V).all(axis=1) & (w[:, 0] == 1.0) \
+            & (rec[:, D0] <= (1.0 + near) * rec[:, GAP])
+        idx, rec, w = idx[mine], rec[mine], w[mine]
+        n = rec[:, NX:NX + 3]
+        surface = -np.einsum("kj,kjd->kd", w[:, 1:], U[idx[:, 1:]])
+        rel = U[idx[:, 0]] - surface
+        margin = rec[:, D0] + h * np.sum(rel * n, axis=1) - rec[:, GAP]
+        # only a point that itself moves towards the other side: one that the other side
+        # comes down onto would be pushed ahead of it: the lower of two sheets dropped onto each
+        # other went 1.25 mm into the floor's contact distance so (docs/design-notes.md,
+        # "Cloth–cloth contacts inside the implicit solve")
+        keep = (margin < 0.0) & (np.sum(U[idx[:, 0]] * n, axis=1) < 0.0)
+        idx, rec, n, surface, margin = idx[keep], rec[keep], n[keep], surface[keep], margin[keep]
+        target = (rec[:, GAP] - rec[:, D0]) / h + np.sum(surface * n, axis=1)
+        return idx[:, 0], margin, n, target, surface, np.zeros(len(idx))
 
     def _detect(self, mode, P0, U, im, h, with_self=True, moved=None, with_collisions=False):
         """Contacts (REPULSION, NEARBY) or collisions (CONTINUOUS) on the path P0 → P0 + h·U;

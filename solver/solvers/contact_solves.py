@@ -55,7 +55,8 @@ class ContactSolves:
         attributes without writing into the old arrays, so restoring them restarts it."""
         c = solver.collisions
         self.current = None
-        if c is None or not (c.colliders.has_analytic or c.colliders.has_mesh):
+        if c is None or not (c.colliders.has_analytic or c.colliders.has_mesh
+                             or c.self_collision):
             return solve()
         frame = targets.colliders if targets.colliders is not None else c.colliders.frame(1)
         c0, c1 = frame.at(s0), frame.at(s1)
