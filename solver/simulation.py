@@ -23,6 +23,7 @@ import numpy as np
 
 from . import threads
 from .collision.pipeline import CollisionHandler, CollisionStats
+from .collision.self_untangle import tangled_vertices, untangle_self
 from .collision.untangle import untangle
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
@@ -62,6 +63,7 @@ class FrameReport:
     newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
     retries: int = 0                    # tries of this frame that blew up (then finer steps)
     untangled: int = 0                  # vertices moved out of colliders before the frame
+    tangled_pairs: int = 0              # intersecting cloth triangle pairs at the frame's start
     step_refinement: int = 1            # the solver's steps divided this many times finer
     seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
 
@@ -214,10 +216,10 @@ class Simulation:
                                  "motion (pin_motion / the pin group's animation).")
             return None
         colliders = self.solver.collisions.colliders.frame(f)
-        untangled = 0
+        untangled = tangled = 0
         if self._untangling:
-            untangled = self._untangle(colliders.start, dt)
-            self._untangling = untangled > 0
+            untangled, tangled = self._untangle(colliders.start, dt)
+            self._untangling = untangled > 0 or tangled > 0
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
                           colliders)
         # the air at the cloth's vertices, sampled once per frame at its middle (the gusts
@@ -242,26 +244,37 @@ class Simulation:
         self._positions[f] = self.solver.x
         rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         rep.retries, rep.step_refinement = retries, self.solver.step_refinement
-        rep.untangled = untangled
+        rep.untangled, rep.tangled_pairs = untangled, tangled
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
         if self.done:
             threads.governor().release()
         return rep
 
-    def _untangle(self, state, dt: float) -> int:
-        """Move the vertices inside colliders out (collision/untangle.py), then hold the
-        material's strain limit by positions alone, alternately, at most UNTANGLE_ROUNDS
-        times; returns how many vertices the first move moved."""
+    def _untangle(self, state, dt: float) -> tuple[int, int]:
+        """Move the vertices inside colliders out (collision/untangle.py) and, with
+        self-collision, the regions of the cloth passed through itself back
+        (collision/self_untangle.py), then hold the material's strain limit by positions alone,
+        alternately, at most UNTANGLE_ROUNDS times. Returns (how many vertices the first
+        collider move moved, intersecting cloth pairs at the start); the vertices of pairs
+        still intersecting are left out of this frame's self-contacts."""
         s = self.solver
-        moved = untangle(s.collisions, s.x, s.v, s.inv_mass, state)
-        for _ in range(UNTANGLE_ROUNDS if moved else 0):
+        h = s.collisions
+        moved = untangle(h, s.x, s.v, s.inv_mass, state)
+        crossed = tangled = untangle_self(h, s.x, s.inv_mass) if h.self_collision else 0
+        for _ in range(UNTANGLE_ROUNDS if moved or crossed else 0):
             v = s.v.copy()
             limited = s._limit_strain(dt, only_if_over=True)
             s.v = v  # the limiter's correction must not become velocity
-            if not limited or not untangle(s.collisions, s.x, s.v, s.inv_mass, state):
+            again = untangle(h, s.x, s.v, s.inv_mass, state) if limited else 0
+            crossed = untangle_self(h, s.x, s.inv_mass) if crossed else 0
+            if not again and not crossed:
                 break
-        return moved
+        h.excluded = None
+        if tangled:
+            left = tangled_vertices(h, s.x)
+            h.excluded = left if left.any() else None
+        return moved, tangled
 
     def _step_with_retries(self, t, dt, ft, wind):
         """The solver's step_frame, retried from the frame's start with steps half as long

@@ -128,11 +128,11 @@ def triangles_intersect(a, b, c, d, e, f):
 
 
 @njit(parallel=True)
-def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, weld):
-    """Number of pairs (i, j) with triangle tris_a[i] (over points xa) intersecting
-    tris_b[j] (over xb). With weld (one entry per point: the point it stands for, e.g. a
-    seam's two vertices one of them), pairs sharing a vertex are not counted; weld empty:
-    every pair counts."""
+def intersecting_pair_mask(pairs, tris_a, tris_b, xa, xb, weld):
+    """1 for each pair (i, j) with triangle tris_a[i] (over points xa) intersecting
+    tris_b[j] (over xb), else 0, (K,) int64. With weld (one entry per point: the point it
+    stands for, e.g. a seam's two vertices one of them), pairs sharing a vertex are 0; weld
+    empty: every pair is tested."""
     hits = np.zeros(pairs.shape[0], np.int64)
     skip_shared = weld.shape[0] > 0
     for k in prange(pairs.shape[0]):
@@ -149,7 +149,12 @@ def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, weld):
                                load(xa, tris_a[i, 2]), load(xb, tris_b[j, 0]),
                                load(xb, tris_b[j, 1]), load(xb, tris_b[j, 2])):
             hits[k] = 1
-    return int(hits.sum())
+    return hits
+
+
+def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, weld) -> int:
+    """Number of pairs that intersecting_pair_mask marks."""
+    return int(intersecting_pair_mask(pairs, tris_a, tris_b, xa, xb, weld).sum())
 
 
 @njit(parallel=True)

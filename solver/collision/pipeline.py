@@ -128,6 +128,9 @@ class CollisionHandler:
         self._pair_cache = None
         # cloth vertices in a cloth–cloth contact or collision on the last resolved path
         self.self_contact_vertices = np.zeros(V, bool)
+        # (V,) bool or None: cloth vertices left out of cloth–cloth contacts while the cloth is
+        # being untangled (self_untangle.py)
+        self.excluded = None
         self._cloth_pad = np.full(self.T, 0.5 * model.thickness)
         self._collider_pad = c.mesh_thickness[c.mesh_group[c.mesh_tris[:, 0]]] \
             if c.has_mesh else np.zeros(0)
@@ -414,8 +417,19 @@ class CollisionHandler:
             pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
             self._pair_cache = (P0.copy(), with_self, P1, pairs)
         if with_collisions:
-            return self.tester.run_with_collisions(pairs, P0, P1, im, moved)
-        return self.tester.run(mode, pairs, P0, P1, im, moved)
+            return tuple(self._without_excluded(*found)
+                         for found in self.tester.run_with_collisions(pairs, P0, P1, im, moved))
+        return self._without_excluded(*self.tester.run(mode, pairs, P0, P1, im, moved))
+
+    def _without_excluded(self, idx: np.ndarray, rec: np.ndarray):
+        """The records (idx (K, 4), rec (K, RECORD)) less the cloth–cloth ones with a vertex in
+        ``excluded``: layers still passed through each other are not held the wrong way round
+        while they are untangled (self_untangle.py)."""
+        if self.excluded is None or len(idx) == 0:
+            return idx, rec
+        keep = ~(np.all(idx < self.V, axis=1)
+                 & self.excluded[np.minimum(idx, self.V - 1)].any(axis=1))
+        return idx[keep], rec[keep]
 
     def report(self, x: np.ndarray, state: ColliderState) -> IntersectionReport:
         """Independent intersection checks of cloth positions x [m] (V, 3) against itself and
