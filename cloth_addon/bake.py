@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solver import (ClothSetup, Collider, MeshError, ParameterError, PolyMesh, Simulation,
+from ..solver import (ClothSetup, Collider, MeshError, ParameterError, Simulation,
                       SimulationSpec, SolverSettings, Wind, sew_lines)
 from . import bake_status, blender_physics, modifier_stack, shape_keys, units, yarn_bake
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
@@ -74,6 +74,8 @@ class Group:
     intersections: int = 0  # most intersecting triangle pairs in one frame
     retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
     untangled: int = 0  # vertices moved out of colliders they started inside
+    tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
+    tangled_frames: int = 0  # frames that began with the cloth intersecting itself
 
 
 @dataclass
@@ -91,6 +93,8 @@ class BakeSummary:
     notes: list[str] = field(default_factory=list)  # inputs taken from Blender's physics
     retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
     untangled: int = 0  # vertices moved out of colliders they started inside
+    tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
+    tangled_frames: int = 0  # frames that began with the cloth intersecting itself
 
     def text(self) -> str:
         pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
@@ -103,6 +107,9 @@ class BakeSummary:
         if self.untangled:
             pen += (f"; {self.untangled} vertices started inside a collider and were moved "
                     "out")
+        if self.tangled_pairs:
+            pen += (f"; the cloth started intersecting itself ({self.tangled_pairs} triangle "
+                    f"pairs) and was separated over {self.tangled_frames} frame(s)")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         more = "".join(f"; {text}" for text in self.notes + self.warnings)
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
@@ -474,6 +481,9 @@ class BakeJob:
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
         g.intersections = max(g.intersections, rep.self_intersections + rep.collider_crossings)
         g.untangled += rep.untangled
+        if rep.tangled_pairs:
+            g.tangled_pairs = max(g.tangled_pairs, rep.tangled_pairs)
+            g.tangled_frames += 1
         retried = ""
         if rep.retries:
             frame = self.frame_start + rep.frame
@@ -560,7 +570,9 @@ class BakeJob:
             models=sorted({g.simulation.result.model_name for g in self.groups}),
             skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes),
             retried=_merged(g.retried for g in self.groups),
-            untangled=sum(g.untangled for g in self.groups))
+            untangled=sum(g.untangled for g in self.groups),
+            tangled_pairs=sum(g.tangled_pairs for g in self.groups),
+            tangled_frames=max(g.tangled_frames for g in self.groups))
         self.scene.cloth_solver.last_report = summary.text()
         _running.discard(self)
         return summary
