@@ -45,10 +45,11 @@ ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the
 # the pairs: fewer tree queries, with the same drape bit for bit (docs/design-notes.md,
 # "Candidate pair reuse")
 SLACK = 2e-3
-# cloth–cloth contacts predicted at a step's start also enter the implicit solve, as collider
-# contacts do: fewer pushes after it to fight the strain limit at folds (docs/design-notes.md,
+# Cloth–cloth contacts predicted at a step's start can also enter the implicit solve, as
+# collider contacts do. Off: they cut the resolves repeated after the strain limiter, but the
+# 4k self-colliding drape took 1.2× as long (more implicit solves; docs/design-notes.md,
 # "Cloth–cloth contacts inside the implicit solve")
-SELF_CONTACTS_IN_SOLVE = True
+SELF_CONTACTS_IN_SOLVE = False
 
 
 @dataclass

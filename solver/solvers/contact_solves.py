@@ -7,6 +7,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..collision import pipeline
 from ..collision.constraints import ContactSet
 from .base import ClothSolver, FrameTargets
 
@@ -56,7 +57,7 @@ class ContactSolves:
         c = solver.collisions
         self.current = None
         if c is None or not (c.colliders.has_analytic or c.colliders.has_mesh
-                             or c.self_collision):
+                             or (c.self_collision and pipeline.SELF_CONTACTS_IN_SOLVE)):
             return solve()
         frame = targets.colliders if targets.colliders is not None else c.colliders.frame(1)
         c0, c1 = frame.at(s0), frame.at(s1)

@@ -41,7 +41,7 @@ SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Ne
 # Only edges with an end in self-contact on the last step count: the pushes act there, and
 # counting every edge let cloth sliding fast off a sphere, nowhere near its other layers, set
 # several substeps for nothing (docs/design-notes.md, "Self-contact substeps").
-SELF_CONTACT_MOTION = 1.0
+SELF_CONTACT_MOTION = 0.5
 MAX_SELF_CONTACT_SUBSTEPS = 16
 
 
