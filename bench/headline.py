@@ -330,8 +330,9 @@ def main(argv=None) -> int:
     table = "\n".join([head] + lines)
     print(table)
     if args.json:
-        save_json(args.json, {"provenance": provenance(), "args": vars(args) | {"json": str(args.json)},
-                              "rows": rows, "markdown": table})
+        options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+        save_json(args.json, {"provenance": provenance(), "args": options, "rows": rows,
+                              "markdown": table})
     return 0
 
 
