@@ -5,6 +5,7 @@ implicit and the mass-spring model); a cloth that starts clean reports no tangle
 
 import numpy as np
 import pytest
+from scipy.interpolate import griddata
 
 from solver import (ClothSetup, Collider, PolyMesh, SimulationSpec, SolverSettings, grid_mesh,
                     load_preset)
@@ -91,6 +92,10 @@ def test_two_pieces_crossing_each_other_end_in_layers():
     assert r.frames[0].tangled_pairs > 40
     assert [f.self_intersections for f in r.frames] == [0] * 10
     assert [f.tangled_pairs for f in r.frames[1:]] == [0] * 9
+    # after frame 1, every point of the tilted sheet within the flat one's footprint lies
+    # under the flat sheet at the same x, y (both sag as they fall: compare locally)
     top, tilted = r.positions[1, :121], r.positions[1, 121:]
-    under = (np.abs(tilted[:, 0]) < 0.1) & (np.abs(tilted[:, 1]) < 0.1)
-    assert under.sum() > 80 and tilted[under, 2].max() < top[:, 2].min()
+    under = (np.abs(tilted[:, 0]) < 0.09) & (np.abs(tilted[:, 1]) < 0.09)
+    above = griddata(top[:, :2], top[:, 2], tilted[under, :2], method="linear")
+    assert under.sum() > 80 and np.isfinite(above).all()
+    assert (tilted[under, 2] < above).all()

@@ -223,6 +223,61 @@ def _box_distance2(p, lo, hi, node):
     return s
 
 
+@njit
+def ray_crossings(p, d, inv, g, X, tris, tri_group, left, right, first, order, lo, hi, stack):
+    """How many triangles of collider mesh ``g`` the ray p + s·d (s >= 0, inv = 1/d) crosses,
+    walking the collider tree (left, right, first, order, lo, hi; boxes of the triangles at
+    X); ``stack`` is scratch space (int64, deep enough for the tree). Odd: p is inside."""
+    n = 0
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        if not _ray_box(p, inv, lo, hi, node):
+            continue
+        if left[node] < 0:
+            t = order[first[node]]
+            if tri_group[t] == g and _ray_hits(p, d, load(X, tris[t, 0]), load(X, tris[t, 1]),
+                                               load(X, tris[t, 2])):
+                n += 1
+        else:
+            stack[top] = right[node]
+            stack[top + 1] = left[node]
+            top += 2
+    return n
+
+
+@njit
+def nearest_on_mesh(p, g, X, tris, tri_group, left, right, first, order, lo, hi, stack):
+    """Squared distance [m²] from p to collider mesh ``g`` and the nearest point (x, y, z) on
+    it, walking the collider tree as ``ray_crossings`` does."""
+    best = np.inf
+    cx = cy = cz = 0.0
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        if _box_distance2(p, lo, hi, node) >= best:
+            continue
+        if left[node] < 0:
+            t = order[first[node]]
+            if tri_group[t] == g:
+                a, b, c = load(X, tris[t, 0]), load(X, tris[t, 1]), load(X, tris[t, 2])
+                d2, wa, wb, wc = point_triangle(p, a, b, c)
+                if d2 < best:
+                    best = d2
+                    cx = wa * a[0] + wb * b[0] + wc * c[0]
+                    cy = wa * a[1] + wb * b[1] + wc * c[1]
+                    cz = wa * a[2] + wb * b[2] + wc * c[2]
+        else:
+            stack[top] = right[node]
+            stack[top + 1] = left[node]
+            top += 2
+    return best, cx, cy, cz
+
+
 @njit(parallel=True)
 def mesh_depth(x, X, tris, tri_group, closed, ray, left, right, first, order, lo, hi):
     """Deepest penetration [m] of points x (V, 3) into the closed collider meshes.
@@ -243,42 +298,10 @@ def mesh_depth(x, X, tris, tri_group, closed, ray, left, right, first, order, lo
         for g in range(G):
             if not closed[g]:
                 continue
-            n = 0
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                if not _ray_box(p, inv, lo, hi, node):
-                    continue
-                if left[node] < 0:
-                    t = order[first[node]]
-                    if tri_group[t] == g and _ray_hits(p, d, load(X, tris[t, 0]),
-                                                       load(X, tris[t, 1]), load(X, tris[t, 2])):
-                        n += 1
-                else:
-                    stack[top] = right[node]
-                    stack[top + 1] = left[node]
-                    top += 2
-            if n % 2 == 0:
+            if ray_crossings(p, d, inv, g, X, tris, tri_group, left, right, first, order, lo,
+                             hi, stack) % 2 == 0:
                 continue
-            best = np.inf
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                if _box_distance2(p, lo, hi, node) >= best:
-                    continue
-                if left[node] < 0:
-                    t = order[first[node]]
-                    if tri_group[t] == g:
-                        best = min(best, point_triangle(p, load(X, tris[t, 0]),
-                                                        load(X, tris[t, 1]),
-                                                        load(X, tris[t, 2]))[0])
-                else:
-                    stack[top] = right[node]
-                    stack[top + 1] = left[node]
-                    top += 2
+            best = nearest_on_mesh(p, g, X, tris, tri_group, left, right, first, order, lo, hi,
+                                   stack)[0]
             depth[i] = max(depth[i], np.sqrt(best))
     return depth.max() if x.shape[0] else 0.0

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import njit, prange
-from .closest import point_triangle
-from .intersections import RAY, _box_distance2, _ray_box, _ray_hits
+from .intersections import RAY, _box_distance2, nearest_on_mesh, ray_crossings
 from .vector import load
 
 
@@ -46,48 +45,11 @@ def mesh_exits(x, X, tris, tri_group, closed, gap, ray, left, right, first, orde
         for g in range(G):
             if not closed[g]:
                 continue
-            n = 0
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                if not _ray_box(p, inv, lo, hi, node):
-                    continue
-                if left[node] < 0:
-                    t = order[first[node]]
-                    if tri_group[t] == g and _ray_hits(p, d, load(X, tris[t, 0]),
-                                                       load(X, tris[t, 1]), load(X, tris[t, 2])):
-                        n += 1
-                else:
-                    stack[top] = right[node]
-                    stack[top + 1] = left[node]
-                    top += 2
-            if n % 2 == 0:
+            if ray_crossings(p, d, inv, g, X, tris, tri_group, left, right, first, order, lo,
+                             hi, stack) % 2 == 0:
                 continue
-            best = np.inf
-            cx = cy = cz = 0.0
-            stack[0] = 0
-            top = 1
-            while top > 0:
-                top -= 1
-                node = stack[top]
-                if _box_distance2(p, lo, hi, node) >= best:
-                    continue
-                if left[node] < 0:
-                    t = order[first[node]]
-                    if tri_group[t] == g:
-                        a, b, c = load(X, tris[t, 0]), load(X, tris[t, 1]), load(X, tris[t, 2])
-                        d2, wa, wb, wc = point_triangle(p, a, b, c)
-                        if d2 < best:
-                            best = d2
-                            cx = wa * a[0] + wb * b[0] + wc * c[0]
-                            cy = wa * a[1] + wb * b[1] + wc * c[1]
-                            cz = wa * a[2] + wb * b[2] + wc * c[2]
-                else:
-                    stack[top] = right[node]
-                    stack[top + 1] = left[node]
-                    top += 2
+            best, cx, cy, cz = nearest_on_mesh(p, g, X, tris, tri_group, left, right, first,
+                                               order, lo, hi, stack)
             depth = np.sqrt(best)
             if depth < deepest:  # inside several meshes: leave the deepest
                 continue
