@@ -53,6 +53,7 @@ class YarnReport:
     self_intersections: int = 0
     collider_crossings: int = 0
     untangled: int = 0
+    tangled_pairs: int = 0
 
 
 @dataclass
