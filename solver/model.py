@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .forces.bending import hinge_coefficients
+from .forces.bending import clamped_hinge_area, hinge_coefficients
 from .forces.membrane import triangle_coefficients
 from .forces.seams import seam_coefficients
 from .forces.springs import diagonal_spring_coefficients, edge_spring_coefficients
@@ -237,6 +237,9 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     if len(pins) and (pins.min() < 0 or pins.max() >= V):
         raise MeshError(f"pin index out of range 0..{V - 1}")
     hard, soft = pins[w >= 1.0], pins[w < 1.0]
+    clamped = np.zeros(V, dtype=bool)
+    clamped[hard] = True
+    hinge_area = clamped_hinge_area(pos, hg, hinge_area, clamped)
     hinge_k, hinge_c = hinge_coefficients(mat, pos, hg, hinge_area, hinge_weight)
     edge_k, edge_c = edge_spring_coefficients(mat, edge_area, rest_len, warp_cos2)
     diag_k, diag_c = diagonal_spring_coefficients(mat, diag_area, diag_len)

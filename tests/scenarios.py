@@ -68,16 +68,16 @@ def cantilever_strip(material: MaterialParams, settings: SolverSettings, length:
     """A horizontal strip along +x clamped at x = 0 (its first two columns pinned).
 
     Returns:
-        (spec, effective free length [m]). The clamp is the pinned second column; its hinge
-        carries the root moment over half a cell on each side, so the discrete strip behaves as
-        a continuum clamped half a cell earlier: free length = length − h/2, h = length/(nx − 1).
+        (spec, free length [m]): from the pinned second column to the tip, length − h with
+        h = length/(nx − 1). The clamp hinges count only their free wing
+        (forces/bending.clamped_hinge_area), so the strip is clamped where its pins end.
     """
     g = grid_mesh((length, width), (nx, ny), (0.5 * length, 0.0, 0.0))
     i = np.arange(nx * ny) % nx
     pins = np.nonzero(i <= 1)[0]
     h = length / (nx - 1)
     return (SimulationSpec(ClothSetup(g, material, pins), settings, frames=frames, fps=fps),
-            length - 0.5 * h)
+            length - h)
 
 
 def hanging_cloth(resolution: int, material: MaterialParams, settings: SolverSettings,

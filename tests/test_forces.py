@@ -281,3 +281,36 @@ def test_air_drag_velocity_jacobian_is_exact_and_symmetric_positive():
     assert np.linalg.eigvalsh(-D).min() > 0.0  # every block damps (τ > 0)
     # ∂n/∂x is left out of the Jacobian (forces/external.py, add_drag_blocks)
     np.testing.assert_array_equal(to_scipy(s.asm, s.jacobians(x, v, *ext)[0]).toarray(), 0.0)
+
+
+def test_a_clamp_hinge_counts_only_its_free_wing():
+    """A hinge between a clamped triangle (three hard pins) and a free one bends over the free
+    wing alone: k = B·|e|²/A_free. A hinge with a pinned edge but two free wings (a line of
+    pins, a hinged boundary), soft pins and interior hinges keep k = B·|e|²/(A1 + A2)."""
+    mesh = PolyMesh.from_faces(np.array([[0.0, 0, 0], [0.1, 0, 0], [0.05, 0.08, 0],
+                                         [0.05, -0.06, 0], [0.13, 0.09, 0]]),
+                               np.array([[0, 1, 2], [1, 0, 3], [1, 4, 2]]))
+    free = build_model(ClothSetup(mesh, MAT))
+    wings = {tuple(sorted(h[:2])): h for h in free.hinges.tolist()}
+    assert set(wings) == {(0, 1), (1, 2)}
+    pos = mesh.positions
+    a012, a013 = 0.5 * 0.1 * 0.08, 0.5 * 0.1 * 0.06
+    a142 = 0.5 * np.linalg.norm(np.cross(pos[4] - pos[1], pos[2] - pos[1]))
+    e01, e12 = 0.01, np.sum((pos[2] - pos[1]) ** 2)
+
+    def k(model, edge):
+        i = [tuple(sorted(h[:2])) for h in model.hinges.tolist()].index(edge)
+        return model.hinge_stiffness[i]
+
+    B = MAT.bend_stiffness
+    np.testing.assert_allclose(k(free, (0, 1)), B * e01 / (a012 + a013))
+    np.testing.assert_allclose(k(free, (1, 2)), B * e12 / (a012 + a142))
+    clamped = build_model(ClothSetup(mesh, MAT, pin_indices=[0, 1, 2]))
+    np.testing.assert_allclose(k(clamped, (0, 1)), B * e01 / a013)
+    np.testing.assert_allclose(k(clamped, (1, 2)), B * e12 / a142)
+    np.testing.assert_allclose(clamped.hinge_damping / clamped.hinge_stiffness,
+                               MAT.bend_damping / B)
+    line = build_model(ClothSetup(mesh, MAT, pin_indices=[0, 1]))
+    np.testing.assert_allclose(line.hinge_stiffness, free.hinge_stiffness)
+    soft = build_model(ClothSetup(mesh, MAT, pin_indices=[0, 1, 2], pin_weights=[0.5] * 3))
+    np.testing.assert_allclose(soft.hinge_stiffness, free.hinge_stiffness)

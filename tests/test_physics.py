@@ -1,7 +1,7 @@
 """Scenarios with known answers, run against every model.
 
 Each test states the physics it checks; tolerances are those of the discretisation (first-order
-time stepping, O(h) clamps), not fudge factors.
+time stepping, the mesh's spatial error), not fudge factors.
 """
 
 import dataclasses
@@ -110,16 +110,19 @@ def _tip_drop(result, nx):
     return -x[np.arange(len(x)) % nx == nx - 1][:, 2].mean()
 
 
-@pytest.mark.parametrize("nx,ny", [(11, 3), (21, 5), (41, 9)])
-def test_implicit_cantilever_matches_heavy_elastica_under_refinement(nx, ny):
-    """Large-deflection cantilever (tip drop ≈ 35% of its length) against the elastica ODE."""
+@pytest.mark.parametrize("nx,ny,rtol", [(11, 3, 0.015), (21, 5, 0.004), (41, 9, 0.001)])
+def test_implicit_cantilever_matches_heavy_elastica_under_refinement(nx, ny, rtol):
+    """Large-deflection cantilever (tip drop ≈ 35% of its length) against the elastica ODE
+    clamped where the pins end. The tolerances shrink fourfold per halving of the cell: the
+    error is second order (1.1, 0.25, 0.07 %). Counting the clamp hinge's pinned wing too gave
+    first order (20, 8.9, 4.2 %: the strip acted as if clamped half a cell earlier)."""
     spec, free_length = cantilever_strip(STIFF_STRIP, settings("implicit", substeps=4),
                                          nx=nx, ny=ny, frames=72)
     r = simulate(spec)
     ref = heavy_elastica_tip_drop(free_length, STIFF_STRIP)
     assert ref > 0.3 * free_length
     assert r.frames[-1].kinetic_energy_j < 1e-9  # at rest
-    np.testing.assert_allclose(_tip_drop(r, nx), ref, rtol=0.01)
+    np.testing.assert_allclose(_tip_drop(r, nx), ref, rtol=rtol)
 
 
 def test_mass_spring_cantilever_matches_heavy_elastica():
@@ -128,7 +131,7 @@ def test_mass_spring_cantilever_matches_heavy_elastica():
     r = simulate(spec)
     assert r.frames[-1].kinetic_energy_j < 1e-9
     np.testing.assert_allclose(_tip_drop(r, 11), heavy_elastica_tip_drop(free_length, mat),
-                               rtol=0.01)
+                               rtol=0.015)
 
 
 def test_flexion_springs_bend_less_than_a_bending_stiffness_predicts():

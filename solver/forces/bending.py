@@ -8,6 +8,12 @@ bent into a cylinder along a family of mesh edges this equals ∫ B/2·κ² dA e
 its meaning when the mesh is refined. The gradient of θ uses Bridson's mode vectors; the
 Jacobian is the Gauss–Newton part −k·∇θ∇θᵀ (exact at the rest angle, always semi-definite).
 
+At a clamp (a wing triangle whose three corners are hard pins) only the free wing bends: the
+hinge's angle is the turn over the free triangle's first half, so its region is that half alone,
+k = B·|e|²/A_free (``clamped_hinge_area``). With A1 + A2 the clamp hinge would also count half a
+pinned cell as bending, and a clamped sheet would behave as if clamped half a cell earlier: a
+first-order softening of coarse meshes (presets/README.md, "Mesh resolution").
+
 ``hinge_angles_and_grams`` also gives each hinge's Gram matrix Γ_mn = ∇θ_m·∇θ_n at rest. The
 implicit solve uses −k·Γ ⊗ I₃ as a constant Jacobian ([Bergou2006] show bending energy is
 quadratic with this kind of constant Hessian under isometric deformation): it matches −k·∇θ∇θᵀ
@@ -166,6 +172,25 @@ def hinge_coefficients(material, pos, hinges, area_sum, weight):
     scale = np.where(area_sum > 0, e2 / np.where(area_sum > 0, area_sum, 1.0), 0.0)
     scale = scale * weight
     return material.bend_stiffness * scale, material.bend_damping * scale
+
+
+def clamped_hinge_area(pos, hinges, area_sum, clamped):
+    """A1 + A2 of each hinge [m²], (H,), with the wing left out where that wing is clamped (its
+    three corners in ``clamped``, a (V,) bool mask of hard pins) and the other is not.
+
+    Args:
+        pos: rest positions [m], (V, 3); hinges: (H, 4) (edge a, edge b, wing 1, wing 2).
+        area_sum: A1 + A2 [m²], (H,) (geometry.averaged_hinges).
+    """
+    if len(hinges) == 0 or not clamped.any():
+        return area_sum
+    edge_pinned = clamped[hinges[:, 0]] & clamped[hinges[:, 1]]
+    wing1 = edge_pinned & clamped[hinges[:, 2]]
+    wing2 = edge_pinned & clamped[hinges[:, 3]]
+    e = pos[hinges[:, 1]] - pos[hinges[:, 0]]
+    a1 = 0.5 * np.linalg.norm(np.cross(e, pos[hinges[:, 2]] - pos[hinges[:, 0]]), axis=1)
+    a2 = 0.5 * np.linalg.norm(np.cross(e, pos[hinges[:, 3]] - pos[hinges[:, 0]]), axis=1)
+    return np.where(wing1 & ~wing2, a2, np.where(wing2 & ~wing1, a1, area_sum))
 
 
 @dataclass(frozen=True)
