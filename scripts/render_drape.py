@@ -171,8 +171,11 @@ def main():
     import bpy
     doc = json.loads(Path(args.results + ".json").read_text())
     arrays = np.load(args.results + ".npz")
-    names = list(dict.fromkeys(r["preset"] for r in doc["runs"]))
-    by = {(r["preset"], f"{r['edge_m'] * 1000:.0f}"): r for r in doc["runs"]}
+    # the saved shapes are the first specimen's (bench/drape.py --seeds)
+    shown = doc.get("seeds", [0])[0]
+    runs = [r for r in doc["runs"] if r.get("seed", 0) == shown]
+    names = list(dict.fromkeys(r["preset"] for r in runs))
+    by = {(r["preset"], f"{r['edge_m'] * 1000:.0f}"): r for r in runs}
     specimens, labels = [], []
     for name in names:
         key = f"{name}_{args.edge}mm"
