@@ -179,8 +179,31 @@ def scenes() -> list[tuple[str, SimulationSpec]]:
     return out + analytic
 
 
+YARN_STEPS = 20
+
+
+def warm_yarn() -> None:
+    """What Add > Knit Swatch and its bake run, on a 3 × 2 swatch: the stitch layout, the
+    relaxation (linear yarns, heavy damping; shortened: the kernels are the same at any length)
+    and the simulation, hanging from its top course, free and above a table (the yarn kernels
+    took 49 s to compile on the busy 2-core VM, after the cloth ones)."""
+    from .yarn import YarnSimulation, knit_swatch, load_yarn_preset, loop_regions, relax_swatch
+
+    params = load_yarn_preset("wool_worsted")
+    sw = knit_swatch("rib2x2", 3, 2, 8.0 * params.radius, 6.0 * params.radius, params.radius)
+    x = relax_swatch(sw, params, duration=YARN_STEPS * 1.0e-5, time_step=1.0e-5).positions
+    courses, stitches = sw.purl.shape
+    top = np.arange(sw.course_points[-2], sw.course_points[-1])
+    for floor in (None, float(x[:, 2].min()) - params.radius):
+        sim = YarnSimulation(x, sw.yarn_offsets, params, pins=top, ties=sw.ties, floor=floor,
+                             regions=loop_regions(sw.loops, stitches, courses))
+        for _ in range(YARN_STEPS):
+            sim.step()
+
+
 def warm_up(log=None) -> float:
-    """Run every warm-up scene (compiling or loading each kernel); returns the seconds taken."""
+    """Run every warm-up scene (compiling or loading each kernel), then the yarn model's;
+    returns the seconds taken."""
     from .simulation import Simulation
 
     start = time.perf_counter()
@@ -192,6 +215,10 @@ def warm_up(log=None) -> float:
         if log is not None:
             state = "ok" if sim.result.error is None else f"stopped: {sim.result.error}"
             log(f"warmup: {name}: {time.perf_counter() - t:.1f} s, {state}")
+    t = time.perf_counter()
+    warm_yarn()
+    if log is not None:
+        log(f"warmup: a knit swatch, relaxed and hanging: {time.perf_counter() - t:.1f} s, ok")
     return time.perf_counter() - start
 
 

@@ -1,6 +1,6 @@
-"""``python -m solver warmup`` compiles every kernel that bakes use into numba's cache (after
-its scenes, other scenes need no kernel signature it did not make), records it, and never runs
-twice at once."""
+"""``python -m solver warmup`` compiles every kernel that bakes use, cloth and knits, into
+numba's cache (after its scenes, other scenes need no kernel signature it did not make),
+records it, and never runs twice at once."""
 
 from __future__ import annotations
 
@@ -62,6 +62,17 @@ for model, integrator in (("implicit", "symplectic_euler"), ("mass_spring", "rk4
         while not sim.done:
             sim.step()
         assert sim.result.error is None, sim.result.error
+# a knit as Add > Knit Swatch makes it and its bake runs it, above a table
+from solver.yarn import YarnSimulation, knit_swatch, load_yarn_preset, loop_regions, relax_swatch
+yarn = load_yarn_preset("cotton_dk")
+sw = knit_swatch("seed", 4, 3, 9.0 * yarn.radius, 7.0 * yarn.radius, yarn.radius)
+x = relax_swatch(sw, yarn, duration=5.0e-4).positions
+knit = YarnSimulation(x, sw.yarn_offsets, yarn, ties=sw.ties,
+                      pins=np.arange(sw.course_points[-2], sw.course_points[-1]),
+                      floor=float(x[:, 2].min()) - 2.0 * yarn.radius, friction=0.3,
+                      regions=loop_regions(sw.loops, 4, 3))
+for _ in range(30):
+    knit.step()
 new = {name: [str(sig) for sig in d.signatures if sig not in made.get(name, set())]
        for name, d in dispatchers()}
 print("RESULT " + json.dumps({"warmed": sum(map(len, made.values())),
