@@ -363,8 +363,7 @@ def summarise(runs) -> list[dict]:
             "dc_mean": float(dc.mean()), "dc_sd": float(dc.std(ddof=1)) if len(dc) > 1 else 0.0,
             "dc_min": float(dc.min()), "dc_max": float(dc.max()),
             "mean_in_band": in_band(name, float(dc.mean())),
-            "all_in_band": None if in_band(name, 0.0) is None
-            else all(r["in_band"] for r in rs),
+            "all_in_band": None if rs[0]["in_band"] is None else all(r["in_band"] for r in rs),
             "folds": [r["folds"] for r in rs], "rested": all(r["rested"] for r in rs),
             "settled_time_s": max(r["settled_time_s"] for r in rs),
             "wall_s": sum(r["wall_s"] for r in rs)})
