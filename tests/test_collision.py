@@ -348,11 +348,12 @@ def test_self_contact_substeps_count_only_edges_in_self_contact():
 
 
 def test_two_sheets_dropped_onto_each_other_with_contacts_in_the_solve(monkeypatch):
-    """Cloth–cloth contacts inside the implicit solve: a sheet dropped onto another lying over
-    a bump never passes through it nor into the colliders, and the collision pipeline after the
-    solve has less to do than without them: at most half the resolves repeated after the
-    strain limiter and half the continuous collisions (measured: 5 against 50, 345 against
-    1,484)."""
+    """Cloth–cloth contacts inside the implicit solve (SELF_CONTACTS_IN_SOLVE, off by default):
+    switched on they do reach the solve, and a sheet dropped onto another lying over a bump
+    never passes through it nor into the colliders, as without them. What they save the
+    pipeline after the solve is not asserted: on this scene it swings either way with the
+    bending stiffness (repeated resolves without / with, bend 8.5e-6 ... 1.2e-5 N·m: 2/7, 0/11,
+    2/9, 50/5, 85/8, 4/5; docs/benchmarks.md, "Self-collision: where the time goes")."""
     from solver.collision import pipeline
     from solver.formats.presets import load_preset
 
@@ -365,28 +366,26 @@ def test_two_sheets_dropped_onto_each_other_with_contacts_in_the_solve(monkeypat
                      thickness=0.002, friction=0.3)
     spec = SimulationSpec((lower, upper), SolverSettings(model="implicit", self_collision=True),
                           frames=24, colliders=(floor, bump))
-    resolve = pipeline.CollisionHandler.resolve
-    counts = {}
+    constraints = pipeline.CollisionHandler._self_constraints
+    in_solve = []
 
     def counted(self, *args, **kwargs):
-        stats = resolve(self, *args, **kwargs)
-        repeated = len(args) > 7 or kwargs.get("moved") is not None
-        counts["repeated"] = counts.get("repeated", 0) + repeated
-        counts["collisions"] = counts.get("collisions", 0) + stats.collisions
-        return stats
+        found = constraints(self, *args, **kwargs)
+        in_solve.append(len(found[0]))
+        return found
 
-    monkeypatch.setattr(pipeline.CollisionHandler, "resolve", counted)
-    runs = {}
+    monkeypatch.setattr(pipeline.CollisionHandler, "_self_constraints", counted)
     for inside in (False, True):
         monkeypatch.setattr(pipeline, "SELF_CONTACTS_IN_SOLVE", inside)
-        counts.clear()
+        in_solve.clear()
         r = simulate(spec)
         clean(r)
         assert all(f.self_intersections == 0 for f in r.frames)
         assert r.positions[-1][:, 2].max() < 0.1  # both came down
-        runs[inside] = dict(counts)
-    assert 0 < 2 * runs[True]["repeated"] <= runs[False]["repeated"]
-    assert 0 < 2 * runs[True]["collisions"] <= runs[False]["collisions"]
+        if inside:
+            assert sum(in_solve) > 0  # cloth points constrained against the other sheet
+        else:
+            assert not in_solve
 
 
 def test_the_self_intersection_check_sees_a_strip_without_self_collision():
