@@ -32,7 +32,7 @@ def run(n: int, frames: int, fps: float = 24.0, courses: int | None = None) -> d
     relaxed = relax_swatch(sw, p, duration=0.02)
     t_relax = time.perf_counter() - t0
     x = relaxed.positions
-    top = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * sw.course_height)[0]
+    top = sw.top_course
     sim = YarnSimulation(x, sw.yarn_offsets, p, pins=top, ties=sw.ties, rest=relaxed.rest,
                          gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, n, c))
     spent = {"contact": 0.0, "pairs": 0.0}

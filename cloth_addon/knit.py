@@ -38,13 +38,6 @@ YARN_ITEMS = tuple((stem, yarn_preset_info(stem)["name"], yarn_preset_info(stem)
 DEFAULT_YARN = "wool_worsted"
 
 
-def top_course(swatch) -> np.ndarray:
-    """Indices of the last course's points, the swatch's top as if still on the needle.
-    Holding only the heads of its loops, a small stockinette swatch swung up around them by
-    most of its height within a frame (its bottom edge curling), even without gravity."""
-    return np.arange(swatch.course_points[-2], swatch.course_points[-1])
-
-
 def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
                     stitch_width: float, course_height: float, relax: bool = True):
     """The swatch's yarn points in its object's frame [m], centred on the origin (courses +x,
@@ -134,7 +127,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     s.knit_stitch_width, s.knit_course_height = stitch_width, course_height
     if pin_top:
         group = obj.vertex_groups.new(name=PIN_GROUP)
-        group.add([int(i) for i in top_course(sw)], 1.0, "REPLACE")
+        group.add([int(i) for i in sw.top_course], 1.0, "REPLACE")
         s.pin_group = PIN_GROUP
     mod = obj.modifiers.new(MODIFIER, "NODES")
     mod.node_group = sweep_node_group(params.radius / metres, material)

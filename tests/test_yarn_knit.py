@@ -38,7 +38,7 @@ def test_relaxed_swatch_hangs_from_its_top_without_stretching_or_passing_through
     assert KALDOR_SHRINK - 0.01 < relaxed.rest.sum() / start < 1.0
     assert relaxed.stats.min_clearance >= CLEARANCE * D
 
-    top = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * H)[0]
+    top = sw.top_course
     sim = YarnSimulation(x, sw.yarn_offsets, P, pins=top, ties=sw.ties, rest=relaxed.rest,
                          gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, S, C))
     length = sim.yarn_lengths()[0]

@@ -24,7 +24,7 @@ def _swatch(n=4):
 
 
 def _hanging(sw, x, **kw):
-    top = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * sw.course_height)[0]
+    top = sw.top_course
     return YarnSimulation(x, sw.yarn_offsets, P, pins=top, ties=sw.ties,
                           gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, 4, 4), **kw)
 

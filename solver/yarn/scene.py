@@ -15,7 +15,7 @@
                                      # (default 4.48 and 3.36 yarn radii: worsted at 18 × 24
                                      # per 10 cm)
     center = [0.0, 0.0, 0.5]         # optional: where the swatch's middle starts [m]
-    pin = "top"                      # "top" (the top course's heads), "none" or point indices
+    pin = "top"                      # "top" (every point of the last course), "none" or point indices
     relax = 0.02                     # optional: seconds of Kaldor's relaxation first (≥ 0)
     [solver]
     model = "yarn"                   # required for a knit scene
@@ -200,8 +200,7 @@ def run_knit_scene(scene: KnitScene,
         relaxed = relax_swatch(sw, scene.yarn, duration=scene.relax, time_step=scene.time_step)
         x, rest = relaxed.positions, relaxed.rest
     if isinstance(scene.pin, str):
-        pins = np.nonzero(x[:, 1] > x[:, 1].max() - 0.25 * scene.gauge[1])[0] \
-            if scene.pin == "top" else None
+        pins = sw.top_course if scene.pin == "top" else None
     else:
         pins = scene.pin
     sim = YarnSimulation(_to_world(x, scene.center), sw.yarn_offsets, scene.yarn, pins=pins,

@@ -99,6 +99,15 @@ class Swatch:
         """(S, 2) point indices of every yarn segment (consecutive points of one yarn)."""
         return yarn_segments(self.yarn_offsets)
 
+    @property
+    def top_course(self) -> np.ndarray:
+        """Indices of the last course's points: the swatch's top as if still on the needle,
+        what "pin the top" holds. Holding only the heads of its loops, a small stockinette
+        swatch swung up around them by most of its height within a frame (its bottom edge
+        curling), even without gravity, and a 42 × 32 one's top loops sprang open at
+        2.5 m/s (docs/yarn.md, "Speed")."""
+        return np.arange(self.course_points[-2], self.course_points[-1])
+
 
 def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
     """(S, 2) int64 point pairs of consecutive points within each yarn."""
