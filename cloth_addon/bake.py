@@ -215,9 +215,12 @@ class BakeJob:
         if note:
             self.warnings.append(note)
         with bake_status.suspended():
+            # yarns collide with the same colliders, read at every frame (force fields act on
+            # cloth only)
             inputs, colliders_read, field_winds = self._read_scene(
-                context, cloths, colliders, fields) if cloths else ([], (), {})
-            yarn_groups = self._read_yarns(context, yarns, colliders)
+                context, cloths, colliders, fields if cloths else []) \
+                if cloths or (yarns and colliders) else ([], (), {})
+            yarn_groups = self._read_yarns(context, yarns, colliders_read)
         self.wind, self.wind_frames = self._wind(field_winds)
         self.groups = self._build(inputs, colliders_read) + yarn_groups
         self.total_frames = len(self.groups) * self.frames
@@ -348,7 +351,7 @@ class BakeJob:
                 if offset is not None:
                     offsets.setdefault(obj.name, np.zeros((n,) + ev.positions.shape))
                     offsets[obj.name][i] = offset
-            if i == 0:  # fields act at the cloths' centre at the start (see docs)
+            if i == 0 and cloths:  # fields act at the cloths' centre at the start (see docs)
                 centre = np.mean([positions0[o.name].positions.mean(axis=0)
                                   for o in cloths], axis=0) / metres
             for obj in fields:
@@ -402,7 +405,8 @@ class BakeJob:
         return idx.astype(np.int64), w[idx]
 
     def _read_yarns(self, context, yarns, colliders) -> list[Group]:
-        """One group per Yarn object, read at the first frame (yarn_bake.py)."""
+        """One group per Yarn object, read at the first frame (yarn_bake.py), colliding with
+        ``colliders`` (the Colliders _read_scene made)."""
         if not yarns:
             return []
         scene, groups = self.scene, []
@@ -410,21 +414,12 @@ class BakeJob:
         try:
             scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
-            floors = yarn_bake.collider_floors(colliders, depsgraph, self.metres)
             for obj in yarns:
                 pins, _weights = self._pins(obj)  # any weight holds a yarn point (no soft pins)
-                yarn, run, unused = yarn_bake.read_yarn(
+                yarn, run = yarn_bake.read_yarn(
                     obj, depsgraph, self.metres, self.frames, pins, units.gravity(scene),
-                    frame_rate(scene), floors)
+                    frame_rate(scene), colliders)
                 groups.append(Group([yarn], run))
-                if run.floor is not None:
-                    self.notes.append(f"yarn '{obj.name}' collides with '{run.floor.name}' as "
-                                      f"an unbounded plane at z = {run.floor.z:.4g} m")
-                if unused:
-                    self.warnings.append(
-                        f"yarn '{obj.name}' passes through collider(s) "
-                        f"{', '.join(repr(n) for n in unused)}: the yarn model collides only "
-                        "with one flat horizontal collider below it (as a floor)")
         finally:
             scene.frame_set(frame_before)
         return groups

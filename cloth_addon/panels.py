@@ -166,8 +166,7 @@ def _draw_yarn(layout, ob):
     layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
     col = layout.column(align=True)
     col.label(text="Pins hold their points still", icon="INFO")
-    col.label(text="Colliders: one flat, horizontal one", icon="INFO")
-    col.label(text="(a floor); yarns pass through others", icon="BLANK1")
+    col.label(text="Collides with every collider, as cloth does", icon="INFO")
 
 
 class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):

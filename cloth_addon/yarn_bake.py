@@ -9,10 +9,10 @@ Group: every point of weight > 0 is held still where it starts (the yarn model h
 pins, and pins do not follow animation). The stitch topology (which loop each point belongs
 to, the glued yarn ends) is rebuilt from the knit settings stored on the object. The rest
 lengths are the mesh's edge lengths: a new swatch is relaxed, so it starts at rest.
-Colliders: the yarn model collides with one horizontal plane (``YarnSimulation(floor=)``), so a
-collider whose mesh is flat and horizontal at the first frame becomes that plane, unbounded, at
-its height plus its thickness, with its friction (the highest one below the yarn); every other
-collider is named in the summary as one the yarn passes through.
+Colliders: every collider of the scene, read at every frame as for cloth (bake.py), as meshes
+with their thickness and friction (solver/yarn/colliders.py keeps each yarn point the yarn's
+radius plus the thickness from them); each frame's report gives the deepest a yarn point lies
+inside one.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solver import (ParameterError, YarnSimulation, YarnStepError, knit_swatch,
-                      load_yarn_preset, loop_regions)
-from . import blender_physics
-from .convert import collider_from_props
+from ..solver import (ParameterError, YarnColliders, YarnSimulation, YarnStepError,
+                      knit_swatch, load_yarn_preset, loop_regions)
 from .errors import BakeError
 from .mesh_io import EvaluatedMesh, matrix, to_world, vertex_positions
 
@@ -81,45 +79,11 @@ def _edges(mesh) -> np.ndarray:
     return pairs.reshape(-1, 2)
 
 
-@dataclass
-class Floor:
-    """A collider as the yarn model can use it: ``z`` [m] of the top of a flat horizontal one
-    (its surface plus its thickness), None for any other shape."""
-
-    name: str
-    z: float | None
-    friction: float
-
-
-def collider_floors(colliders, depsgraph, metres: float) -> list[Floor]:
-    """Each collider object read at the current frame (see module docstring)."""
-    out = []
-    for obj in colliders:
-        ev = EvaluatedMesh(obj, depsgraph, scale=metres)
-        if obj.cloth_solver.role == "COLLIDER":  # our own settings win over Collision's
-            thickness, friction = collider_from_props(obj.cloth_solver)
-            thickness *= metres
-        else:
-            thickness, friction = blender_physics.collision_settings(obj, metres)
-        z = ev.positions[:, 2]
-        size = float(np.ptp(ev.positions[:, :2], axis=0).max()) if len(z) else 0.0
-        flat = len(z) > 0 and size > 0 and float(np.ptp(z)) <= 1e-6 * max(1.0, size)
-        out.append(Floor(obj.name, float(z.mean()) + thickness if flat else None, friction))
-    return out
-
-
-def choose_floor(x: np.ndarray, floors: list[Floor]) -> tuple[Floor | None, list[str]]:
-    """The highest flat collider below every yarn point, and the names of the others."""
-    lowest = float(x[:, 2].min())
-    below = [f for f in floors if f.z is not None and f.z < lowest]
-    floor = max(below, key=lambda f: f.z) if below else None
-    return floor, [f.name for f in floors if f is not floor]
-
-
 def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, gravity,
-              fps: float, floors: list[Floor] = ()):
-    """(YarnInput, YarnRun, unused collider names) for a Yarn object at the current (first)
-    frame; BakeError naming the problem when it is not a knit swatch this bake can simulate."""
+              fps: float, colliders=()):
+    """(YarnInput, YarnRun) for a Yarn object at the current (first) frame, colliding with
+    ``colliders`` (solver.spec.Collider, world metres); BakeError naming the problem when it
+    is not a knit swatch this bake can simulate."""
     s, name = obj.cloth_solver, obj.name
     if s.knit_stitches < 1 or s.knit_courses < 1 or not s.knit_yarn:
         raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
@@ -145,9 +109,8 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     m = matrix(obj.evaluated_get(depsgraph))
     m[:3] *= metres
     x = to_world(vertex_positions(mesh), m)
-    floor, unused = choose_floor(x, list(floors))
-    run = YarnRun(x, sw, params, pins, frames, gravity, fps, floor)
-    return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run, unused
+    run = YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
+    return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
 
 
 class YarnRun:
@@ -155,12 +118,13 @@ class YarnRun:
     points ``x`` (P, 3) world [m] of ``swatch``'s yarn, ``pins`` held still, gravity [m/s²]."""
 
     def __init__(self, x, swatch, params, pins, frames: int, gravity, fps: float,
-                 floor: Floor | None = None):
+                 colliders=()):
         courses, stitches = swatch.purl.shape
-        self.frames, self.fps, self.floor = frames, float(fps), floor
+        self.frames, self.fps = frames, float(fps)
+        self.colliders = YarnColliders(colliders, params.radius, fps, frames) \
+            if colliders else None
         self.sim = YarnSimulation(x, swatch.yarn_offsets, params, pins=pins, ties=swatch.ties,
-                                  gravity=gravity, floor=None if floor is None else floor.z,
-                                  friction=0.5 if floor is None else floor.friction,
+                                  gravity=gravity, colliders=self.colliders,
                                   regions=loop_regions(swatch.loops, stitches, courses))
         self._rest = self.sim.segments.rest.copy()
         self._positions = [self.sim.x.copy()]
@@ -205,9 +169,12 @@ class YarnRun:
         strain = float(np.abs(self.sim.segments.lengths(self.sim.x) / self._rest - 1.0).max())
         self._positions.append(self.sim.x.copy())
         self.result.positions = np.array(self._positions)
+        depth = 0.0 if self.colliders is None else \
+            self.colliders.depth(self.sim.x, self.sim.time)
         report = YarnReport(frame=f, wall_time_s=wall + time.perf_counter() - t0,
                             max_strain=strain, steps=st.steps - steps,
-                            refinements=st.refinements - refinements)
+                            refinements=st.refinements - refinements,
+                            deepest_penetration_m=depth)
         self.result.frames.append(report)
         return report
 

@@ -24,7 +24,8 @@ _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate
          "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model",
          "sew_lines": "topology",
          # yarn-level knits (solver/yarn/, docs/yarn.md); "module:name" renames on export
-         "YarnSimulation": "yarn", "YarnStepError": "yarn", "knit_swatch": "yarn",
+         "YarnColliders": "yarn", "YarnSimulation": "yarn", "YarnStepError": "yarn",
+         "knit_swatch": "yarn",
          "relax_swatch": "yarn", "loop_regions": "yarn", "load_yarn_preset": "yarn",
          "list_yarn_presets": "yarn", "yarn_preset_info": "yarn.presets",
          "KNIT_PATTERNS": "yarn.stitches:PATTERNS",
@@ -47,6 +48,6 @@ __all__ = [
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
     "preset_dir", "preset_info", "sew_lines", "simulate",
-    "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnSimulation", "YarnStepError", "knit_swatch",
+    "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSimulation", "YarnStepError", "knit_swatch",
     "list_yarn_presets", "load_yarn_preset", "loop_regions", "relax_swatch", "yarn_preset_info",
 ]

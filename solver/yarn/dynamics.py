@@ -36,9 +36,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..params import YarnParams
+from ..spec import Collider
 from .contact import SegmentTree, contact_pass, min_clearance
 from .damping import filter_nonrigid
-from .plane import project_plane
+from .colliders import YarnColliders
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 
 # 0.7 of Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): the explicit contact of
@@ -92,8 +93,10 @@ class YarnSimulation:
         regions: (ptr, points) of the non-rigid damping (damping.loop_regions), or None.
         nonrigid_alpha: Kaldor's α per step of 1/11800 s (Table 4.1: α_small 0.6–0.75 in
             simulation, 0.3 in relaxation).
-        floor: z [m] of a horizontal plane collider (a table) under the yarns, or None
-            (plane.project_plane: lifted onto it inside the step, friction ``friction`` μ).
+        colliders: YarnColliders (spheres, planes, meshes; colliders.py), or None: points
+            are pushed out of them inside the step, with their friction.
+        floor: shorthand for one more collider, a horizontal plane (a table) at z = floor [m]
+            with friction ``friction`` μ and no thickness; None for none.
         pair_margin: candidate segment pairs are found with boxes grown by r + pair_margin·r
             and reused until some point has moved pair_margin·r since (contact.SegmentTree).
             A wider margin rebuilds less often but hands the contact pass more pairs: a 12 × 12
@@ -106,8 +109,8 @@ class YarnSimulation:
                  gravity=(0.0, 0.0, -9.81), time_step: float = DEFAULT_TIME_STEP,
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
                  damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6,
-                 floor: float | None = None, friction: float = 0.5,
-                 pair_margin: float = 0.1):
+                 colliders: YarnColliders | None = None, floor: float | None = None,
+                 friction: float = 0.5, pair_margin: float = 0.1):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
         self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
@@ -131,8 +134,15 @@ class YarnSimulation:
         self.damping_rate = float(damping_rate)
         self.regions = regions
         self.nonrigid_alpha = float(nonrigid_alpha)
-        self.floor = None if floor is None else float(floor)
-        self.friction = float(friction)
+        if floor is not None:
+            table = Collider(kind="plane", point=np.array([0.0, 0.0, float(floor)]),
+                             normal=np.array([0.0, 0.0, 1.0]), thickness=0.0,
+                             friction=float(friction))
+            extra = () if colliders is None else tuple(colliders.colliders)
+            colliders = YarnColliders(extra + (table,), params.radius,
+                                      *((colliders.set.fps, colliders.set.frames)
+                                        if colliders is not None else (1.0, 1)))
+        self.colliders = colliders
         # forces, projection multipliers and length of the last accepted step (pin_reaction)
         self._last: tuple[np.ndarray, np.ndarray, float] | None = None
         self._stiffness = np.zeros(len(self.x))
@@ -230,17 +240,16 @@ class YarnSimulation:
         idx = np.nonzero(self.free)[0]
         vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
         xn = x + h * vn
-        r = self.params.radius
-        if self.floor is not None:
-            project_plane(x, xn, self.inv_mass, self.floor, r, self.friction)
+        if self.colliders is not None:
+            self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
         lam = np.zeros(len(self.segments.rest))
         its, worst = project_lengths(xn, self.inv_mass, self.segments.seg, self.segments.rest,
                                      self._compliance(h), lam, 1e-6, 20, self.ties,
                                      self.tie_len)
-        if self.floor is not None:
-            # again: the length projection may have pulled a point back under by a fraction
-            # of its length error; the next step's projection takes the rest out
-            project_plane(x, xn, self.inv_mass, self.floor, r, self.friction)
+        if self.colliders is not None:
+            # again: the length projection may have pulled a point back in by a fraction of
+            # its length error; the next step's projection takes the rest out
+            self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
         vn = (xn - x) / h
         if self.damping_rate > 0:
             vn /= 1.0 + self.damping_rate * h

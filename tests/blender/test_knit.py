@@ -153,7 +153,7 @@ def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypa
     assert yarn_bake.yarn_objects(bpy.context.scene) == [obj]
 
 
-def test_a_knit_bake_is_one_undo_step_and_colliders_it_cannot_use_are_named():
+def test_a_knit_bake_is_one_undo_step_and_its_panel_says_what_it_collides_with():
     _undo_stack()
     _add("SEED", n=3, frames=(1, 2))
     bpy.ops.mesh.primitive_plane_add(size=1.0, location=(0.0, 0.0, -0.5))
@@ -163,16 +163,15 @@ def test_a_knit_bake_is_one_undo_step_and_colliders_it_cannot_use_are_named():
     _push("scene")
     assert bpy.ops.cloth_solver.bake("EXEC_DEFAULT", True) == {"FINISHED"}
     report = bpy.context.scene.cloth_solver.last_report
-    assert "yarn 'Knit Swatch' collides with 'Plane' as an unbounded plane at z = -0.495" in report
-    assert "yarn 'Knit Swatch' passes through collider(s) 'Sphere'" in report
+    assert "passes through" not in report
     obj = bpy.data.objects["Knit Swatch"]
     assert obj.cloth_solver.is_baked and obj.data.shape_keys is not None
-    # the panel says what the swatch is, its pins, that colliders are not used, and the bake
+    # the panel says what the swatch is, its pins, its colliders, and the bake
     bpy.context.view_layer.objects.active = obj
     log = _draw_all(bpy.context)
     labels = [text for kind, text in log if kind == "label"]
     assert "Seed, 3 × 3 stitches" in labels and "Wool Worsted, stitch 5.60 × 4.20 mm" in labels
-    assert "Colliders: one flat, horizontal one" in labels
+    assert "Collides with every collider, as cloth does" in labels
     assert ("prop_search", "pin_group") in log and ("operator", "cloth_solver.bake") in log
     assert any("Baked frames 1-2 (yarn)" in t for t in labels)
     assert bpy.ops.ed.undo() == {"FINISHED"}
@@ -223,6 +222,34 @@ def test_a_falling_knit_swatch_lands_on_a_flat_collider():
         assert x[:, 2].min() >= top + r - 1e-5, key  # on the plane, never through it
         assert x[:, 2].min() < x0[:, 2].min() - 5e-4, key  # it did fall onto it
     assert abs(_length(x) / _length(x0) - 1.0) < 0.01
+
+
+def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
+    """A swatch let go just above a UV sphere (a mesh, with Blender's Collision modifier as an
+    artist adds it) lands on it and no yarn point comes closer to the mesh than the yarn's
+    radius plus the collider's thickness (less the faces' inset from the sphere)."""
+    obj = _add("STOCKINETTE", n=3, frames=(1, 3))
+    obj.cloth_solver.pin_group = ""
+    x0 = _points(obj)
+    r = solver().load_yarn_preset("wool_worsted").radius
+    R = 0.05
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=R, segments=48, ring_count=24)
+    ball = bpy.context.view_layer.objects.active
+    ball.modifiers.new("Collision", "COLLISION")
+    thickness = ball.collision.thickness_outer
+    centre = np.array([x0[:, 0].mean(), x0[:, 1].mean(),
+                       x0[:, 2].min() - r - thickness - 2e-3 - R])
+    ball.location = tuple(centre)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    inset = R * (1.0 - np.cos(np.pi / 24))  # how far a face of the 48 × 24 sphere dips inside
+    for key in ("cloth_0002", "cloth_0003"):
+        x = _points(obj, key)
+        d = np.linalg.norm(x - centre, axis=1).min()
+        assert d >= R - inset + thickness + r - 2e-5, key   # never through it
+        assert x[:, 2].min() < x0[:, 2].min() - 1e-3, key   # it did fall onto it
+    assert abs(_length(x) / _length(x0) - 1.0) < 0.01
+    report = bpy.context.scene.cloth_solver.last_report
+    assert "passes through" not in report
 
 
 def test_knit_swatch_is_in_the_add_mesh_menu():

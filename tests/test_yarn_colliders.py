@@ -1,0 +1,168 @@
+"""Yarn against colliders (solver/yarn/colliders.py: tables, spheres, tilted planes, meshes,
+moving ones) and the force on pinned points (pin_reaction), the pieces the validation bench
+(bench/yarn_validation.py) and the add-on's yarn bake stand on."""
+
+import numpy as np
+import pytest
+
+from solver.mesh import PolyMesh
+from solver.params import YarnParams
+from solver.spec import Collider
+from solver.yarn import YarnColliders, knit_swatch, loop_regions, relax_swatch
+from solver.yarn.dynamics import YarnSimulation
+
+P = YarnParams()
+
+
+def _straight(n, length, start=(0.0, 0.0, 0.0), direction=(1.0, 0.0, 0.0)):
+    return np.asarray(start) + np.linspace(0, length, n)[:, None] * np.asarray(direction)
+
+
+def test_yarn_dropped_on_a_table_lies_on_it_and_keeps_its_length():
+    x = _straight(31, 0.03, start=(0.0, 0.0, 0.004))
+    x[:, 2] += 0.002 * np.sin(np.linspace(0, 3, 31))       # not flat: it lands unevenly
+    sim = YarnSimulation(x, [0, 31], P, gravity=(0, 0, -9.81), floor=0.0)
+    length = sim.yarn_lengths()[0]
+    lowest = np.inf
+    for _ in range(100):
+        sim.advance(1e-3)
+        lowest = min(lowest, sim.x[:, 2].min())
+    before = sim.x.copy()
+    sim.advance(0.01)
+    # never below the table by more than the projection's length error, and at rest on it
+    assert lowest > P.radius - 1e-6
+    assert np.abs(sim.x[:, 2] - P.radius).max() < 0.05 * P.radius
+    assert np.abs(sim.x - before).max() < 0.03 * P.radius     # settled
+    assert sim.yarn_lengths()[0] == pytest.approx(length, rel=1e-4)
+
+
+def test_friction_stops_a_sliding_yarn_and_no_friction_does_not():
+    x = _straight(11, 0.01, start=(0.0, 0.0, P.radius))
+    out = []
+    for mu in (0.0, 0.5):
+        sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81), floor=0.0, friction=mu)
+        sim.v[:, 0] = 0.1
+        sim.advance(0.05)
+        out.append(sim.v[:, 0].mean())
+    assert out[0] == pytest.approx(0.1, rel=1e-3)
+    # μ·g = 4.9 m/s² takes 0.1 m/s away in 20 ms
+    assert abs(out[1]) < 0.01
+
+
+def test_pin_reaction_of_a_hanging_yarn_is_its_weight():
+    x = _straight(21, 0.04, direction=(0, 0, -1))
+    sim = YarnSimulation(x, [0, 21], P, pins=[0], gravity=(0, 0, -9.81), damping_rate=300.0)
+    sim.advance(0.02)
+    weight = P.linear_density * 0.04 * 9.81
+    f = sim.pin_reaction([0])
+    # the yarn pulls its pin down with its whole weight (minus the pinned point's own share)
+    assert f[2] == pytest.approx(-(weight - sim.mass[0] * 9.81), rel=0.02)
+    assert abs(f[0]) < 0.02 * weight
+
+
+def _icosphere(radius, center, subdivisions=2):
+    """A closed triangle mesh of a sphere (outward faces), the way an artist models one."""
+    t = (1 + 5 ** 0.5) / 2
+    v = [(-1, t, 0), (1, t, 0), (-1, -t, 0), (1, -t, 0), (0, -1, t), (0, 1, t), (0, -1, -t),
+         (0, 1, -t), (t, 0, -1), (t, 0, 1), (-t, 0, -1), (-t, 0, 1)]
+    f = [(0, 11, 5), (0, 5, 1), (0, 1, 7), (0, 7, 10), (0, 10, 11), (1, 5, 9), (5, 11, 4),
+         (11, 10, 2), (10, 7, 6), (7, 1, 8), (3, 9, 4), (3, 4, 2), (3, 2, 6), (3, 6, 8),
+         (3, 8, 9), (4, 9, 5), (2, 4, 11), (6, 2, 10), (8, 6, 7), (9, 8, 1)]
+    v = [np.array(p, float) / np.linalg.norm(p) for p in v]
+    for _ in range(subdivisions):
+        mid, out = {}, []
+
+        def m(a, b):
+            key = (min(a, b), max(a, b))
+            if key not in mid:
+                p = v[a] + v[b]
+                v.append(p / np.linalg.norm(p))
+                mid[key] = len(v) - 1
+            return mid[key]
+        for a, b, c in f:
+            ab, bc, ca = m(a, b), m(b, c), m(c, a)
+            out += [(a, ab, ca), (b, bc, ab), (c, ca, bc), (ab, bc, ca)]
+        f = out
+    pos = np.asarray(center) + radius * np.array(v)
+    return PolyMesh(pos, np.array(f).reshape(-1), np.arange(0, 3 * len(f) + 1, 3))
+
+
+def _swatch(n=5):
+    sw = knit_swatch("stockinette", n, n, 5.6e-3, 4.2e-3, P.radius)
+    relaxed = relax_swatch(sw, P, duration=0.01)
+    return sw, relaxed
+
+
+@pytest.mark.parametrize("kind", ["sphere", "mesh"])
+def test_swatch_dropped_on_a_sphere_stays_outside_it(kind):
+    """A knit let go above a ball (analytic, or a triangle mesh as artists model it) lands on
+    it: no yarn point ever comes closer to the surface than the yarn's radius (less the
+    length projection's error), and the swatch rests on the ball rather than falling past."""
+    sw, relaxed = _swatch()
+    x = relaxed.positions - relaxed.positions.mean(axis=0)   # lying flat, face up
+    R = 0.02
+    centre = np.array([0.0, 0.0, x[:, 2].min() - P.radius - 1e-3 - R])  # 1 mm below it
+    if kind == "sphere":
+        col = Collider(kind="sphere", center=centre, radius=R, thickness=0.0, friction=0.5)
+        surface = lambda p: np.linalg.norm(p - centre, axis=1) - R  # noqa: E731
+    else:
+        mesh = _icosphere(R, centre, subdivisions=3)
+        col = Collider(kind="mesh", mesh=mesh, thickness=0.0, friction=0.5)
+        # the mesh's faces lie inside the sphere through its vertices by at most this
+        tri = mesh.positions[mesh.face_indices.reshape(-1, 3)]
+        inset = R - np.linalg.norm(tri.mean(axis=1) - centre, axis=1).min()
+        surface = lambda p: np.linalg.norm(p - centre, axis=1) - (R - inset)  # noqa: E731
+    colliders = YarnColliders([col], P.radius, fps=24.0, frames=2)
+    sim = YarnSimulation(x, sw.yarn_offsets, P, ties=sw.ties, rest=relaxed.rest,
+                         gravity=(0, 0, -9.81), colliders=colliders,
+                         regions=loop_regions(sw.loops, 5, 5))
+    length = sim.yarn_lengths()[0]
+    closest = np.inf
+    for _ in range(12):
+        sim.advance(0.005)
+        closest = min(closest, surface(sim.x).min())
+    assert closest > P.radius - 2e-5 - (0.0 if kind == "sphere" else 1e-4)
+    assert colliders.depth(sim.x, sim.time) == 0.0
+    inside = sim.x.copy()
+    inside[0] = centre + [0.0, 0.0, 0.5 * R]           # the report sees a point put inside
+    assert colliders.depth(inside, sim.time) == pytest.approx(0.5 * R, rel=0.05)
+    assert sim.x[:, 2].max() > centre[2] + R           # still on top of the ball
+    assert sim.yarn_lengths()[0] == pytest.approx(length, rel=1e-3)
+
+
+def test_a_tilted_plane_holds_a_yarn_and_a_moving_one_carries_it():
+    """A plane of any orientation keeps points r in front of it; one moving up lifts a yarn
+    lying on it with it."""
+    x = _straight(11, 0.01, start=(0.0, 0.0, 0.003))
+    n = np.array([0.0, 0.3, 1.0]) / np.linalg.norm([0.0, 0.3, 1.0])
+    tilted = Collider(kind="plane", point=np.zeros(3), normal=n, thickness=0.0, friction=2.0)
+    sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81),
+                         colliders=YarnColliders([tilted], P.radius, 24.0, 1))
+    for _ in range(20):
+        sim.advance(2e-3)
+        assert (sim.x @ n).min() > P.radius - 1e-6
+    # μ = 2 > tan(16.7°): it sticks on the slope instead of sliding down it
+    assert np.abs(sim.v).max() < 0.02
+    lift = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                    thickness=0.001, friction=0.5, velocity=np.array([0.0, 0.0, 0.2]))
+    x = _straight(11, 0.01, start=(0.0, 0.0, P.radius + 0.001))
+    sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81),
+                         colliders=YarnColliders([lift], P.radius, 24.0, 2))
+    sim.advance(0.05)
+    assert sim.x[:, 2].min() == pytest.approx(0.2 * 0.05 + 0.001 + P.radius, abs=1e-4)
+
+
+def test_a_point_beside_a_box_edge_is_pushed_sideways_not_onto_the_top():
+    """Near a mesh's convex edge the push follows the direction from the edge: a yarn point
+    just beside a cube's side, below its top face's plane, is not lifted onto the top."""
+    v = np.array([[x, y, z] for z in (0, 1) for y in (0, 1) for x in (0, 1)], float) * 0.02
+    quads = [(0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4), (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5)]
+    cube = PolyMesh(v, np.array(quads).reshape(-1), np.arange(0, 25, 4))
+    cols = YarnColliders([Collider(kind="mesh", mesh=cube, thickness=0.0, friction=0.0)],
+                         P.radius, 24.0, 1)
+    start = np.array([[0.0205 + P.radius, 0.01, 0.0195]])   # beside the +x side, under the top
+    end = start - [[0.001, 0.0, 0.0]]                        # moved 1 mm into the side's reach
+    pushes = cols.project(start, end, np.ones(1), 0.0, 1e-4)
+    assert pushes >= 1
+    assert end[0, 0] == pytest.approx(0.02 + P.radius, abs=1e-9)
+    assert end[0, 2] == pytest.approx(0.0195)
