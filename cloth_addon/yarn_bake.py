@@ -109,7 +109,10 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     m = matrix(obj.evaluated_get(depsgraph))
     m[:3] *= metres
     x = to_world(vertex_positions(mesh), m)
-    run = YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
+    try:
+        run = YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
+    except ValueError as err:
+        raise BakeError(f"'{name}': {err}") from None
     return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
 
 

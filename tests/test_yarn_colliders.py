@@ -166,3 +166,13 @@ def test_a_point_beside_a_box_edge_is_pushed_sideways_not_onto_the_top():
     assert pushes >= 1
     assert end[0, 0] == pytest.approx(0.02 + P.radius, abs=1e-9)
     assert end[0, 2] == pytest.approx(0.0195)
+
+
+def test_a_yarn_starting_inside_a_colliders_reach_is_refused_with_the_reason():
+    x = _straight(11, 0.01, start=(0.0, 0.0, 0.001))       # 1 mm above a 5 mm thick table
+    table = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.005, friction=0.5)
+    with pytest.raises(ValueError, match="starts 5.25 mm inside a collider's reach"):
+        YarnSimulation(x, [0, 11], P, colliders=YarnColliders([table], P.radius, 24.0, 1))
+    x[:, 2] += 0.005 + P.radius                              # outside it: accepted
+    YarnSimulation(x, [0, 11], P, colliders=YarnColliders([table], P.radius, 24.0, 1))

@@ -143,6 +143,8 @@ class YarnSimulation:
                                       *((colliders.set.fps, colliders.set.frames)
                                         if colliders is not None else (1.0, 1)))
         self.colliders = colliders
+        if colliders is not None:
+            self._check_start_outside(colliders)
         # forces, projection multipliers and length of the last accepted step (pin_reaction)
         self._last: tuple[np.ndarray, np.ndarray, float] | None = None
         self._stiffness = np.zeros(len(self.x))
@@ -158,6 +160,19 @@ class YarnSimulation:
         self.time = 0.0
         self.stats = StepStats()
         self.contact_energy = 0.0
+
+    def _check_start_outside(self, colliders: YarnColliders) -> None:
+        """ValueError if the colliders would push a free point at the start by the guard or
+        more: the first step would crowd its yarns together and fail with a message about
+        yarns, not about where the swatch was put."""
+        x = self.x.copy()
+        colliders.project(self.x, x, self.inv_mass, 0.0, 0.0)
+        deepest = float(np.sqrt(((x - self.x) ** 2).sum(axis=1)).max(initial=0.0))
+        if deepest >= self.guard * 2.0 * self.params.radius:
+            raise ValueError(
+                f"the yarn starts {1e3 * deepest:.3g} mm inside a collider's reach (its surface "
+                f"plus its thickness plus the yarn radius {1e3 * self.params.radius:.3g} mm): "
+                "start the swatch further from the collider or make the collider thinner")
 
     # -- pieces of a step ------------------------------------------------------------------
     def _factor(self, h: float):

@@ -239,6 +239,9 @@ def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
     thickness = ball.collision.thickness_outer
     centre = np.array([x0[:, 0].mean(), x0[:, 1].mean(),
                        x0[:, 2].min() - r - thickness - 2e-3 - R])
+    ball.location = tuple(centre + [0.0, 0.0, 0.01])       # first inside its thickness:
+    with pytest.raises(RuntimeError, match="starts .* mm inside a collider's reach"):
+        bpy.ops.cloth_solver.bake()                         # named, not a failed step
     ball.location = tuple(centre)
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     inset = R * (1.0 - np.cos(np.pi / 24))  # how far a face of the 48 × 24 sphere dips inside
