@@ -3,10 +3,14 @@ Add > Mesh > Knit Swatch, hanging from its top course (on a needle), at the firs
 added and relaxed) and after a short Bake Cloth with the yarn model, side by side; the Geometry
 Nodes sweep renders its yarn (docs/yarn.md, README).
 
+With ``--over-sphere`` the swatch is turned to lie flat, still held by its top course, over a
+UV-sphere mesh collider (Collision modifier, thickness 1 mm) that catches it as it swings
+down: the scarf end of docs/knit_sphere.png.
+
 Run (the bpy wheel of .venv, Cycles on the CPU):
 
     NUMBA_CACHE_DIR=$PWD/.cache/numba-py311 .venv/bin/python scripts/render_knit.py \\
-        [--out docs/knit_rib.png] [--frames 12] [--stitches 12] [--samples 32]
+        [--out docs/knit_rib.png] [--frames 12] [--stitches 12] [--samples 32] [--over-sphere]
 """
 
 from __future__ import annotations
@@ -41,12 +45,47 @@ def _needle(bpy, swatch, radius):
     ob.data.materials.append(mat)
 
 
+def _over_sphere(bpy, swatch) -> None:
+    """Turn the swatch (and its needle) about its top course to lie flat, and put a sphere
+    collider under its middle, its top 3 mm below the swatch's lowest yarn; returns the point
+    the camera looks at (the top of the sphere)."""
+    import mathutils
+    top = max(v.co.z for v in swatch.data.vertices)
+    turn = (mathutils.Matrix.Translation((0.0, 0.0, top))
+            @ mathutils.Matrix.Rotation(math.radians(90), 4, "X")
+            @ mathutils.Matrix.Translation((0.0, 0.0, -top)))
+    for ob in bpy.context.scene.objects:
+        ob.matrix_world = turn @ ob.matrix_world
+    bpy.context.view_layer.update()
+    world = [swatch.matrix_world @ v.co for v in swatch.data.vertices]
+    ys = [p.y for p in world]
+    radius = 0.012
+    lowest = min(p.z for p in world)
+    bpy.ops.mesh.primitive_uv_sphere_add(radius=radius, segments=48, ring_count=24,
+                                         location=(0.0, 0.5 * (min(ys) + max(ys)) - 0.01,
+                                                   lowest - 0.003 - 0.001 - radius))
+    ball = bpy.context.active_object
+    for p in ball.data.polygons:
+        p.use_smooth = True
+    ball.modifiers.new("Collision", "COLLISION")
+    ball.collision.thickness_outer = 0.001
+    mat = bpy.data.materials.new("Ball")
+    if mat.node_tree is None:
+        mat.use_nodes = True
+    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
+    bsdf.inputs["Base Color"].default_value = (0.2, 0.35, 0.6, 1.0)
+    ball.data.materials.append(mat)
+    return (0.0, 0.5 * (min(ys) + max(ys)) - 0.01, lowest - 0.004)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "knit_rib.png")
     ap.add_argument("--frames", type=int, default=12, help="bake frames 1..N")
     ap.add_argument("--stitches", type=int, default=12)
     ap.add_argument("--samples", type=int, default=32)
+    ap.add_argument("--over-sphere", action="store_true",
+                    help="lay the swatch flat over a sphere collider (docs/knit_sphere.png)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "scripts"))
     import dev_addon
@@ -63,16 +102,18 @@ def main() -> None:
     print(f"knit swatch: {len(swatch.data.vertices)} yarn points, added and relaxed in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
     _needle(bpy, swatch, 2.0e-3)
+    aim = _over_sphere(bpy, swatch) if args.over_sphere else (0.0, 0.0, 0.0)
     scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = 1, args.frames
     t0 = time.perf_counter()
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     print(f"bake: {time.perf_counter() - t0:.1f} s", flush=True)
     target = bpy.data.objects.new("Target", None)
     scene.collection.objects.link(target)
-    target.location = (0.0, 0.0, 0.0)
+    target.location = aim
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
-    cam.location = (0.055, -0.15, 0.045)
+    cam.location = (0.055, -0.15, 0.045) if not args.over_sphere else \
+        (aim[0] + 0.09, aim[1] - 0.11, aim[2] + 0.07)
     track = cam.constraints.new("TRACK_TO")
     track.target, track.track_axis, track.up_axis = target, "TRACK_NEGATIVE_Z", "UP_Y"
     cam.data.lens = 50.0
