@@ -49,6 +49,10 @@ from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 # Positions differ from 1/24000 s by the first-order time error (0.97 mm after 40 ms of a
 # swinging 8 × 8 swatch, 0.51 mm between 1/24000 and 1/32000 s; docs/yarn.md, "Speed").
 DEFAULT_TIME_STEP = 1.0 / 16800.0
+# Most fast-projection iterations per step (to 1e-6 relative): a 42 × 32 hanging swatch needs
+# 11; a 5 × 5 seed stitch pinned along its whole top course 24-26, where a glued yarn end's
+# tie, projected between the tridiagonal solves, converges only linearly (20 left 1.1e-5)
+PROJECTION_ITERATIONS = 40
 # Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
 KALDOR_STEP = 1.0 / 11800.0
 
@@ -259,7 +263,8 @@ class YarnSimulation:
             self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
         lam = np.zeros(len(self.segments.rest))
         its, worst = project_lengths(xn, self.inv_mass, self.segments.seg, self.segments.rest,
-                                     self._compliance(h), lam, 1e-6, 20, self.ties,
+                                     self._compliance(h), lam, 1e-6, PROJECTION_ITERATIONS,
+                                     self.ties,
                                      self.tie_len)
         if self.colliders is not None:
             # again: the length projection may have pulled a point back in by a fraction of
