@@ -359,6 +359,15 @@ class YarnParams:
         0.03, "kg/(m²·s)", "k_dt: damping of the tangential relative velocity of touching "
         "yarn, a stand-in for sliding friction (Kaldor eq. 4.10)", 0.0, 1.0e4,
         display=Display("kg/m²/s", 1.0, "Tangential Damping", 3, soft_max=1.0))
+    nonrigid_damping: float = _spec(
+        8000.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "
+        "its rigid motion is removed (h·μ_prop per step); 8000 /s removes Kaldor's α_small = "
+        "0.6 per 1/11800 s step (Table 4.1) at the default step", 0.0, 1.0e6,
+        display=Display("1/s", 1.0, "Non-rigid Damping", 0, soft_max=20000.0))
+    nonrigid_friction: float = _spec(
+        5.0, "m/s²", "μ_const: the least deceleration of a region's rms relative speed, so a "
+        "knit comes to rest instead of creeping (Kaldor §4.5.2, Table 4.3: 500 cm/s²)",
+        0.0, 1.0e4, display=Display("m/s²", 1.0, "Non-rigid Friction", 2, soft_max=50.0))
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], base: "YarnParams | None" = None,

@@ -154,6 +154,42 @@ def test_nonrigid_filter_keeps_rigid_motion_and_damps_the_rest():
                        (m[:, None] * np.cross(x, w0)).sum(0), atol=1e-15)
 
 
+def test_revised_filter_stops_slow_non_rigid_motion_and_brakes_fast_motion_by_a_constant():
+    """Kaldor §4.5.2: below h·μ_const of rms non-rigid speed a block's non-rigid motion is
+    removed entirely (the knit comes to rest in finite time); above it at least that much is
+    removed per step, and at least the proportional h·μ_prop; rigid motion is kept."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(16, 3)) * 1e-3
+    m = np.full(16, 1e-6)
+    free = np.ones(16, bool)
+    one = (np.array([0, 16]), np.arange(16))
+    rigid = np.array([0.1, 0.0, 0.0]) + np.cross([0.0, 0.0, 2.0], x)
+    noise = rng.normal(size=(16, 3))
+    fit = noise.copy()
+    filter_nonrigid(x, fit, m, free, *one, 1.0)          # α = 1 leaves the rigid fit
+    noise -= fit                                          # purely non-rigid
+    for speed, removed in ((1e-4, None), (1.0, 1e-3)):
+        w = rigid + speed * noise / np.sqrt((noise ** 2).sum(axis=1).mean())
+        filter_nonrigid(x, w, m, free, *one, 0.01, 1e-3)
+        left = np.sqrt(((w - rigid) ** 2).sum(axis=1).mean())
+        if removed is None:
+            assert left < 1e-5 * speed                # slow: stopped in one step
+        else:
+            assert left == pytest.approx(speed - 0.01 * speed, rel=1e-3)  # proportional wins
+        assert np.allclose(m @ w, m @ rigid, atol=1e-15)
+    w = rigid + 0.05 * noise / np.sqrt((noise ** 2).sum(axis=1).mean())
+    filter_nonrigid(x, w, m, free, *one, 0.01, 1e-3)    # 1e-3 > 0.01·0.05: the constant wins
+    assert np.sqrt(((w - rigid) ** 2).sum(axis=1).mean()) == pytest.approx(0.049, rel=1e-3)
+
+
+def test_loop_blocks_tile_the_swatch_and_regions_overlap_one_loop_apart():
+    loops = np.repeat(np.arange(7 * 5), 3)               # 7 stitches × 5 courses, 3 points each
+    ptr, pts = loop_regions(loops, 7, 5, size=4, stride=None)   # 4 × 4 blocks: 2 × 2 of them
+    assert len(ptr) - 1 == 4 and np.array_equal(np.sort(pts), np.arange(len(loops)))
+    ptr, pts = loop_regions(loops, 7, 5)                 # the default: 2 × 2, one loop apart
+    assert len(ptr) - 1 == 6 * 4 and np.all(np.diff(ptr) == 2 * 2 * 3)
+
+
 def test_a_free_swatch_with_no_force_on_it_stays_where_it_is():
     """Nothing pushes a knit floating without gravity: its momentum stays zero and its centre
     of mass where it was (the filter once pushed a free 8 × 8 rib 40 mm in 0.1 s)."""

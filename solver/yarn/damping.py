@@ -1,18 +1,25 @@
 """Damping of non-rigid motion: Kaldor's velocity filter over patches of loops ([Kaldor2011]
-§4.2.3 eq. 4.11, §4.3.3; D9 of the seeds digest).
+§4.2.3 eq. 4.11, revised in §4.5.2 with Table 4.3; D9 and P36–P37 of the seeds digest).
 
-The knit is covered by fixed, overlapping regions of loops. Each step, for every region, the
-rigid velocity v_rigid(x) = v_cm + ω × (x − x_cm) is computed from the region's momentum and
-angular momentum (I·ω = L), and every point's velocity is moved towards it:
-Δv = −β_k·(v − v_rigid), where β_k = α·mean over the region's points of 1/r_p and r_p is how
-many regions hold point p. Eq. 4.11 divides by each point's own r_p; one strength per region
-instead keeps the region's momentum and angular momentum (those of its rigid fit), which the
-per-point form does not where r_p differs within a region (a swatch's edges). An interior
-point, in four interior regions, is still damped by α in all. All Δv are computed first and
-then applied together, as Kaldor does. Rigid motion of a region (free fall, a swing) is not
+The knit is covered by fixed regions of loops. Each step, for every region, the rigid velocity
+v_rigid(x) = v_cm + ω × (x − x_cm) is computed from the region's momentum and angular momentum
+(I·ω = L), and the region's non-rigid velocity v_nr = v − v_rigid (a 3k-vector over its k
+points) is reduced: Δv = −β·v_nr with one β for the whole region, so the region's momentum and
+angular momentum (those of its rigid fit) are kept. Rigid motion (free fall, a swing) is not
 damped at all, only the motion of loops relative to their neighbours: it stands in for the
-friction of the yarn's fuzz, which a frictionless penalty contact lacks. Kaldor's second, larger
-pass (α_large over bigger regions) and his "constant amount at low speed" variant are not built.
+friction of the yarn's fuzz, which a frictionless penalty contact lacks.
+
+Each step β = min(1, max(h·μ_prop, h·μ_const·√k/‖v_nr‖)) · s_k over overlapping 2 × 2-loop
+regions one loop apart: the proportional part is eq. 4.11's α (Table 4.1, α_small = 0.6 per
+1/11800 s in simulation, 0.3 in the relaxation); the constant part is Kaldor's revision
+(§4.5.2, Table 4.3): at low speed a constant amount is removed, up to all of it, so the knit
+comes to rest in finite time instead of creeping towards its energy minimum. s_k, the mean of
+1/r_p over the region's points (r_p: how many regions hold point p), shares the damping out
+among overlapping regions; eq. 4.11 divides by each point's own r_p instead, which does not
+keep momentum where r_p differs within a region (a swatch's edges): a free 8 × 8 rib drifted
+40 mm in 0.1 s (Kaldor's footnote to §4.5.2 names the problem). Kaldor's revision also moves
+to blocks of 4 × 4 loops with μ_prop = 1500–4500 /s (``loop_regions(size=4, stride=None)``); at 10 × 10
+those left the loops visibly looser after 0.1 s than 2 × 2 regions at α_small (docs/yarn.md).
 """
 
 from __future__ import annotations
@@ -23,20 +30,26 @@ from .._jit import njit
 
 
 def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
-                 size: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Overlapping regions of size × size loops (stride one loop), as CSR point lists.
+                 size: int = 2, stride: int | None = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Regions of size × size loops, as CSR point lists: overlapping regions one loop apart
+    (the default, stride 1, as far as size fits), or blocks that tile the swatch (stride None
+    or ≥ size; the last block of a row or column may be smaller).
 
     Args:
         loop_of_point: (P,) loop index j·stitches + i of every point (stitches.Swatch.loops).
     Returns:
         (ptr (R + 1,), points): region k holds points[ptr[k]:ptr[k + 1]].
     """
+    stride = size if stride is None else int(stride)
     by_loop = [[] for _ in range(stitches * courses)]
     for p, loop in enumerate(loop_of_point):
         by_loop[loop].append(p)
     ptr, pts = [0], []
-    for j in range(max(1, courses - size + 1)):
-        for i in range(max(1, stitches - size + 1)):
+    def starts(n):
+        return range(0, n, stride) if stride >= size else range(max(1, n - size + 1))
+
+    for j in starts(courses):
+        for i in starts(stitches):
             members = [p for jj in range(j, min(courses, j + size))
                        for ii in range(i, min(stitches, i + size))
                        for p in by_loop[jj * stitches + ii]]
@@ -46,13 +59,16 @@ def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
 
 
 @njit
-def filter_nonrigid(x, v, mass, free, ptr, points, alpha):
-    """Kaldor's eq. 4.11 as a velocity filter, in place on v (P, 3) [m/s].
+def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
+    """Kaldor's non-rigid velocity filter (module docstring), in place on v (P, 3) [m/s].
 
     Args:
         x: (P, 3) [m]; mass: (P,) [kg]; free: (P,) bool (pinned points keep their velocity).
         ptr, points: the regions (loop_regions).
-        alpha: fraction of the non-rigid velocity removed per application, in [0, 1].
+        alpha: fraction of the non-rigid velocity removed per application, in [0, 1]
+            (h·μ_prop in the revised filter).
+        const: h·μ_const [m/s], the least rms non-rigid speed removed per application (0: the
+            proportional filter of eq. 4.11).
     """
     P = x.shape[0]
     count = np.zeros(P)
@@ -102,10 +118,25 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha):
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
         # counts differ within a region and a free 8 × 8 rib gained 4.4e-4 kg·m/s, its
         # centroid drifting 40 mm in 0.1 s with no force on it (docs/yarn.md)
-        f = 0.0
+        share = 0.0
         for q in range(ptr[k], ptr[k + 1]):
-            f += 1.0 / count[points[q]]
-        f *= alpha / (ptr[k + 1] - ptr[k])
+            share += 1.0 / count[points[q]]
+        share /= ptr[k + 1] - ptr[k]
+        f = alpha
+        if const > 0.0:
+            # ‖v_nr‖ over the region's 3k velocities; removing const·√k of it is removing
+            # const of its rms per point (Kaldor's h·μ_const·√k/‖v_nr‖)
+            nr2 = 0.0
+            for q in range(ptr[k], ptr[k + 1]):
+                p = points[q]
+                r0, r1, r2 = x[p, 0] - xc[0], x[p, 1] - xc[1], x[p, 2] - xc[2]
+                u0 = v[p, 0] - (vc[0] + w[1] * r2 - w[2] * r1)
+                u1 = v[p, 1] - (vc[1] + w[2] * r0 - w[0] * r2)
+                u2 = v[p, 2] - (vc[2] + w[0] * r1 - w[1] * r0)
+                nr2 += u0 * u0 + u1 * u1 + u2 * u2
+            if nr2 > 0.0:
+                f = max(f, const * np.sqrt((ptr[k + 1] - ptr[k]) / nr2))
+        f = min(1.0, f) * share
         for q in range(ptr[k], ptr[k + 1]):
             p = points[q]
             if not free[p]:

@@ -18,8 +18,10 @@ One step of length h, Kaldor's Figure 4.3 with the bending made implicit:
    d₀, d₁ ≥ g at its ends: no yarn passes through another, and none comes closer than g − δ
    at any moment.
 
-5. Kaldor's velocity filter of non-rigid motion (damping.py, his eq. 4.11) over the given
-   regions, with α per step scaled to the step length from his α per step of 1/11800 s.
+5. Kaldor's velocity filter of non-rigid motion (damping.py) over the given regions, with the
+   yarn's μ_prop and μ_const, or, given ``nonrigid_alpha`` (the relaxation), the proportional
+   one of eq. 4.11 with α per step scaled to the step length from his α per step of
+   1/11800 s.
 
 A step is also refined when it is too long for the explicit contact force to be stable: h must
 stay below sqrt(m_i / k_i) at every point, k_i its share of the contact stiffness (symplectic
@@ -95,8 +97,10 @@ class YarnSimulation:
         damping_rate: viscous damping of all motion [1/s] (0 in simulation; heavy in the
             relaxation).
         regions: (ptr, points) of the non-rigid damping (damping.loop_regions), or None.
-        nonrigid_alpha: Kaldor's α per step of 1/11800 s (Table 4.1: α_small 0.6–0.75 in
-            simulation, 0.3 in relaxation).
+        nonrigid_alpha: None for the filter with ``params.nonrigid_damping`` and
+            ``params.nonrigid_friction`` (damping.py); a number for Kaldor's proportional
+            filter of eq. 4.11 with that α per step of 1/11800 s (Table 4.1: 0.3 in the
+            relaxation).
         colliders: YarnColliders (spheres, planes, meshes; colliders.py), or None: points
             are pushed out of them inside the step, with their friction.
         floor: shorthand for one more collider, a horizontal plane (a table) at z = floor [m]
@@ -112,7 +116,7 @@ class YarnSimulation:
                  rest=None,
                  gravity=(0.0, 0.0, -9.81), time_step: float = DEFAULT_TIME_STEP,
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
-                 damping_rate: float = 0.0, regions=None, nonrigid_alpha: float = 0.6,
+                 damping_rate: float = 0.0, regions=None, nonrigid_alpha: float | None = None,
                  colliders: YarnColliders | None = None, floor: float | None = None,
                  friction: float = 0.5, pair_margin: float = 0.1):
         self.x = np.array(positions, dtype=np.float64)
@@ -137,7 +141,7 @@ class YarnSimulation:
         self.axial_stiffness = axial_stiffness
         self.damping_rate = float(damping_rate)
         self.regions = regions
-        self.nonrigid_alpha = float(nonrigid_alpha)
+        self.nonrigid_alpha = None if nonrigid_alpha is None else float(nonrigid_alpha)
         if floor is not None:
             table = Collider(kind="plane", point=np.array([0.0, 0.0, float(floor)]),
                              normal=np.array([0.0, 0.0, 1.0]), thickness=0.0,
@@ -273,10 +277,16 @@ class YarnSimulation:
         vn = (xn - x) / h
         if self.damping_rate > 0:
             vn /= 1.0 + self.damping_rate * h
-        if self.regions is not None and self.nonrigid_alpha > 0:
-            alpha = 1.0 - (1.0 - self.nonrigid_alpha) ** (h / KALDOR_STEP)
-            filter_nonrigid(xn, vn, self.mass, self.free, self.regions[0], self.regions[1],
-                            alpha)
+        if self.regions is not None:
+            if self.nonrigid_alpha is None:
+                alpha = h * self.params.nonrigid_damping
+                const = h * self.params.nonrigid_friction
+            else:
+                alpha = 1.0 - (1.0 - self.nonrigid_alpha) ** (h / KALDOR_STEP)
+                const = 0.0
+            if alpha > 0.0 or const > 0.0:
+                filter_nonrigid(xn, vn, self.mass, self.free, self.regions[0],
+                                self.regions[1], alpha, const)
         gap = self._contact(xn, vn)[3]
         moved = np.sqrt(((xn - x) ** 2).sum(axis=1)).max()
         g = self.guard * 2.0 * self.params.radius

@@ -47,7 +47,8 @@ def relax(positions, yarn_offsets, params: YarnParams, ties=None, regions=None, 
 
     Args:
         positions, yarn_offsets, ties: the layout (stitches.knit_swatch, Swatch.ties).
-        regions: regions of the non-rigid damping (damping.loop_regions), α = 0.3 as in
+        regions: regions of the non-rigid damping (damping.loop_regions: 2 × 2 loops one loop
+            apart), proportional with α = 0.3 as in
             Kaldor's relaxation column; None = no filter.
         params: the yarn; its bend stiffness is scaled by ``bend_scale`` during relaxation.
         shrink: c, target rest length c·ℓ⁰ of every segment.
@@ -80,4 +81,5 @@ def relax_swatch(swatch: Swatch, params: YarnParams, **options) -> Relaxed:
     """``relax`` a generated swatch with its glue ties and its 2 × 2-loop damping regions."""
     courses, stitches = swatch.purl.shape
     return relax(swatch.positions, swatch.yarn_offsets, params, ties=swatch.ties,
-                 regions=loop_regions(swatch.loops, stitches, courses), **options)
+                 regions=loop_regions(swatch.loops, stitches, courses, size=2, stride=1),
+                 **options)
