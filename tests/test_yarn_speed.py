@@ -42,7 +42,8 @@ def test_fused_contact_pass_equals_forces_and_clearance():
     e1, n1, d1 = contact_forces(*args, f1, k1)
     gap1 = min_clearance(x, s.seg, s.rest, s.yarn, s.arc, pairs, 2 * P.radius)
     f2, k2 = np.zeros_like(x), np.zeros(len(x))
-    e2, n2, d2, gap2 = contact_pass(*args, f2, k2)
+    e2, n2, d2, gap2 = contact_pass(*args, f2, k2, np.zeros(len(pairs)),
+                                    np.zeros((len(pairs), 2)))
     assert n1 == n2 > 100
     assert e2 == pytest.approx(e1, rel=1e-12)
     assert d2 == pytest.approx(d1, rel=1e-12) and gap2 == pytest.approx(gap1, rel=1e-12)

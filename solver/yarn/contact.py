@@ -143,7 +143,7 @@ def _samples(x, v, seg, n_quad, xs, vs):
 
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
-                 n_quad, force, stiffness):
+                 n_quad, force, stiffness, normal_force, closest):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
     pair before sampling when it is a diameter or more; sample positions and velocities are
@@ -152,7 +152,10 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
 
     Each pair's forces and stiffness shares are computed into per-pair slots in parallel and
     added to ``force`` and ``stiffness`` in pair order afterwards, so the sums (and the result)
-    are the same at every thread count. Arguments and units as ``contact_forces``.
+    are the same at every thread count. Arguments and units as ``contact_forces``; also
+    written per pair, for the friction of the step (``apply_friction``): ``normal_force`` (K,)
+    [N], the penalty's push along the segments' closest-point direction (0 where the pair does
+    not touch), and ``closest`` (K, 2), the segment parameters (s, t) of the closest points.
 
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
@@ -176,13 +179,28 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     for k in prange(K):
         i = pairs[k, 0]
         j = pairs[k, 1]
+        normal_force[k] = 0.0
+        closest[k, 0] = 0.0
+        closest[k, 1] = 0.0
         if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
             continue
-        d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
-                                   load(x, seg[j, 0]), load(x, seg[j, 1]))
+        d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                     load(x, seg[j, 0]), load(x, seg[j, 1]))
+        closest[k, 0] = cs
+        closest[k, 1] = ct
         if d2 >= d2max:
             continue
         pclear[k] = d2
+        # the closest points' direction, onto which the samples' pushes are summed
+        mx = (1 - ct) * x[seg[j, 0], 0] + ct * x[seg[j, 1], 0] \
+            - (1 - cs) * x[seg[i, 0], 0] - cs * x[seg[i, 1], 0]
+        my = (1 - ct) * x[seg[j, 0], 1] + ct * x[seg[j, 1], 1] \
+            - (1 - cs) * x[seg[i, 0], 1] - cs * x[seg[i, 1], 1]
+        mz = (1 - ct) * x[seg[j, 0], 2] + ct * x[seg[j, 1], 2] \
+            - (1 - cs) * x[seg[i, 0], 2] - cs * x[seg[i, 1], 2]
+        ml = np.sqrt(mx * mx + my * my + mz * mz)
+        if ml > 0.0:
+            mx, my, mz = mx / ml, my / ml, mz / ml
         scale = seg_len[i] * seg_len[j] * w
         for qa in range(n_quad):
             s = (qa + 0.5) / n_quad
@@ -208,6 +226,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 nx, ny, nz = dx / dist, dy / dist, dz / dist
                 # −dE/d(dist): positive pushes the second sample away from the first
                 push = -k_contact * scale * fp / diameter
+                normal_force[k] += push * (nx * mx + ny * my + nz * mz)
                 uvx = vs[j, qb, 0] - vs[i, qa, 0]
                 uvy = vs[j, qb, 1] - vs[i, qa, 1]
                 uvz = vs[j, qb, 2] - vs[i, qa, 2]
@@ -247,6 +266,63 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
             for r in range(3):
                 force[pts[q], r] += pf[k, q, r]
     return energy, touching, d_min, np.sqrt(best)
+
+
+@njit
+def apply_friction(x, xn, inv_mass, seg, pairs, normal_force, closest, h, mu):
+    """Coulomb friction between touching yarn segments over one step, in place on the end
+    positions xn (P, 3) [m] (a position-level correction, as for colliders, with
+    [Kaldor2011]'s remark that yarn friction is what his velocity filter stands in for).
+
+    For each touching pair (``normal_force`` > 0, from ``contact_pass`` at the step's start
+    x), the motion of its closest points relative to each other over the step, x → xn, is
+    split along the closest points' direction at x; its tangential part d_t would need an
+    impulse |d_t|/(h·W) to stop (W: the pair's inverse mass at those points), and friction
+    gives at most μ·h·f_n: the whole of d_t is removed (sticking) or that fraction of it
+    (sliding), spread over the four points by their weights and inverse masses, so momentum
+    is kept. Pairs are taken in order, one after another (the result is the same at every
+    thread count). Returns the number of pairs that stuck."""
+    stuck = 0
+    for k in range(pairs.shape[0]):
+        fn = normal_force[k]
+        if fn <= 0.0:
+            continue
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
+        s = closest[k, 0]
+        t = closest[k, 1]
+        wa0, wa1, wb0, wb1 = 1.0 - s, s, 1.0 - t, t
+        W = (wa0 * wa0 * inv_mass[a0] + wa1 * wa1 * inv_mass[a1]
+             + wb0 * wb0 * inv_mass[b0] + wb1 * wb1 * inv_mass[b1])
+        if W <= 0.0:
+            continue
+        n = np.empty(3)
+        r = np.empty(3)
+        for c in range(3):
+            n[c] = (wb0 * x[b0, c] + wb1 * x[b1, c]) - (wa0 * x[a0, c] + wa1 * x[a1, c])
+            r[c] = (wb0 * (xn[b0, c] - x[b0, c]) + wb1 * (xn[b1, c] - x[b1, c])
+                    - wa0 * (xn[a0, c] - x[a0, c]) - wa1 * (xn[a1, c] - x[a1, c]))
+        nl = np.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
+        if nl <= 0.0:
+            continue
+        rn = (r[0] * n[0] + r[1] * n[1] + r[2] * n[2]) / (nl * nl)
+        for c in range(3):
+            r[c] -= rn * n[c]
+        rt = np.sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2])
+        if rt <= 0.0:
+            continue
+        frac = mu * h * fn * h * W / rt
+        if frac >= 1.0:
+            frac = 1.0
+            stuck += 1
+        for c in range(3):
+            d = frac * r[c] / W
+            xn[a0, c] += wa0 * inv_mass[a0] * d
+            xn[a1, c] += wa1 * inv_mass[a1] * d
+            xn[b0, c] -= wb0 * inv_mass[b0] * d
+            xn[b1, c] -= wb1 * inv_mass[b1] * d
+    return stuck
 
 
 @njit

@@ -7,8 +7,10 @@ One step of length h, Kaldor's Figure 4.3 with the bending made implicit:
 2. bending, whose energy is quadratic (rods.bending_matrix), by backward Euler:
    (M + h²K)·v⁺ = M·v* − h·K·x, one prefactored sparse solve (pinned points eliminated); it is
    the stiffest force on millimetre segments and would otherwise need ~20× smaller steps;
-3. x⁺ = x + h·v⁺, then the segment lengths projected back onto their rest lengths by fast
-   projection (rods.project_lengths, Kaldor §4.3.1), v⁺ = (x⁺ − x)/h;
+3. x⁺ = x + h·v⁺; Coulomb friction between touching yarns (contact.apply_friction, with the
+   normal forces of step 1) and the colliders (colliders.py) correct x⁺; then the segment
+   lengths are projected back onto their rest lengths by fast projection
+   (rods.project_lengths, Kaldor §4.3.1), v⁺ = (x⁺ − x)/h;
 4. the step is checked: if any non-neighbouring pair of segments ended closer than
    g = ``guard``·(2r), or any point moved by δ ≥ g, it is thrown away and done as two half
    steps, recursively (at most ``max_halvings`` times; then YarnStepError). ``refinements``
@@ -39,7 +41,7 @@ import scipy.sparse.linalg as spla
 
 from ..params import YarnParams
 from ..spec import Collider
-from .contact import SegmentTree, contact_pass, min_clearance
+from .contact import SegmentTree, apply_friction, contact_pass, min_clearance
 from .damping import filter_nonrigid
 from .colliders import YarnColliders
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
@@ -200,7 +202,8 @@ class YarnSimulation:
         return 1.0 / (k * h * h)
 
     def _contact(self, x: np.ndarray, v: np.ndarray):
-        """(contact force (P, 3) [N], stiffness shares (P,) [N/m], energy [J], clearance [m])
+        """(contact force (P, 3) [N], stiffness shares (P,) [N/m], energy [J], clearance [m],
+        candidate pairs, their normal forces [N] and closest-point parameters, for friction)
         at (x, v), by one contact.contact_pass; the last result is kept and reused for the
         same positions, velocities and segments (compared by value: arrays changed in place
         must not reuse it). The relaxation shrinks the rest lengths a little every step
@@ -213,16 +216,19 @@ class YarnSimulation:
         s = self.segments
         f = np.zeros_like(x)
         k = np.zeros(len(x))
+        pairs = self._pairs(x)
+        fn = np.empty(len(pairs))
+        st = np.empty((len(pairs), 2))
         energy, _, _, gap = contact_pass(
-            x, v, s.seg, s.rest, s.yarn, s.arc, self._pairs(x), p.radius, p.contact_stiffness,
-            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k)
-        out = (f, k, energy, gap)
+            x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
+            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k, fn, st)
+        out = (f, k, energy, gap, pairs, fn, st)
         self._contact_at = (x.copy(), v.copy(), out, self.segments.seg)
         return out
 
     def forces(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Gravity and yarn–yarn contact (penalty and damping) [N] (P, 3) at (x, v)."""
-        fc, k, self.contact_energy, _ = self._contact(x, v)
+        fc, k, self.contact_energy = self._contact(x, v)[:3]
         self._stiffness = k
         return self.mass[:, None] * self.gravity[None, :] + fc
 
@@ -263,6 +269,10 @@ class YarnSimulation:
         idx = np.nonzero(self.free)[0]
         vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
         xn = x + h * vn
+        if self.params.friction > 0.0:
+            _, _, _, _, pairs, fn, st = self._contact(x, v)
+            apply_friction(x, xn, self.inv_mass, self.segments.seg, pairs, fn, st, h,
+                           self.params.friction)
         if self.colliders is not None:
             self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
         lam = np.zeros(len(self.segments.rest))
