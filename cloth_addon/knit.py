@@ -13,6 +13,8 @@ the top course is the vertex group "Top Course", the Pin Group by default.
 
 from __future__ import annotations
 
+import dataclasses
+
 import itertools
 
 import bpy
@@ -22,7 +24,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 from ..solver import (KNIT_GAUGE_IN_RADII, YarnStepError, knit_swatch, list_yarn_presets,
                       load_yarn_preset, relax_swatch, yarn_preset_info)
 from . import units
-from .properties import KNIT_PATTERN_ITEMS
+from .properties import KNIT_PATTERN_ITEMS, yarn_friction_property
 
 PIN_GROUP = "Top Course"
 SWEEP_GROUP = "Yarn Sweep"
@@ -38,11 +40,19 @@ YARN_ITEMS = tuple((stem, yarn_preset_info(stem)["name"], yarn_preset_info(stem)
 DEFAULT_YARN = "wool_worsted"
 
 
+def swatch_params(yarn: str, friction: float):
+    """The yarn preset with the swatch's own yarn friction (an object setting, 0 by default)."""
+    return dataclasses.replace(load_yarn_preset(yarn), friction=float(friction))
+
+
 def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
-                    stitch_width: float, course_height: float, relax: bool = True):
+                    stitch_width: float, course_height: float, relax: bool = True,
+                    friction: float = 0.0):
     """The swatch's yarn points in its object's frame [m], centred on the origin (courses +x,
-    wales +z, face −y), its segments (S, 2) and the Swatch (topology: loops, ties)."""
-    params = load_yarn_preset(yarn)
+    wales +z, face −y), its segments (S, 2) and the Swatch (topology: loops, ties); relaxed
+    with the yarn friction the bake will use (a swatch relaxed without it creeps open when
+    simulated with it, docs/yarn.md)."""
+    params = swatch_params(yarn, friction)
     sw = knit_swatch(pattern.lower(), stitches, courses, stitch_width, course_height,
                      params.radius)
     x = relax_swatch(sw, params).positions if relax else sw.positions
@@ -103,10 +113,11 @@ def yarn_material(name: str = "Yarn") -> bpy.types.Material:
 
 def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
                stitch_width: float, course_height: float, relax: bool = True,
-               pin_top: bool = True, name: str = "Knit Swatch"):
+               pin_top: bool = True, name: str = "Knit Swatch", friction: float = 0.0):
     """Create the swatch object at the 3D cursor (see module docstring); returns it."""
     local, segments, sw, params = swatch_geometry(pattern, stitches, courses, yarn,
-                                                   stitch_width, course_height, relax)
+                                                   stitch_width, course_height, relax,
+                                                   friction)
     metres = units.metres_per_unit(context.scene)
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(local))
@@ -125,6 +136,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     s.knit_stitches, s.knit_courses = stitches, courses
     s.knit_yarn = yarn
     s.knit_stitch_width, s.knit_course_height = stitch_width, course_height
+    s.knit_friction = friction
     if pin_top:
         group = obj.vertex_groups.new(name=PIN_GROUP)
         group.add([int(i) for i in sw.top_course], 1.0, "REPLACE")
@@ -164,6 +176,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
     relax: BoolProperty(name="Relax", default=True,
                         description="Let the generated loops settle into a rest state first "
                                     "(Kaldor §7.1; a few seconds for 12 × 12 stitches)")
+    friction: yarn_friction_property()
     pin_top: BoolProperty(name="Pin Top Course", default=True,
                           description="Put the top course in the vertex group 'Top Course', "
                                       "the swatch's Pin Group")
@@ -185,6 +198,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         col.prop(self, "stitches_per_10cm")
         col.prop(self, "courses_per_10cm")
         layout.prop(self, "relax")
+        layout.prop(self, "friction")
         layout.prop(self, "pin_top")
 
     def execute(self, context):
@@ -193,7 +207,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         w, h = self.gauge()
         try:
             add_swatch(context, self.pattern, self.stitches, self.courses, self.yarn, w, h,
-                       relax=self.relax, pin_top=self.pin_top)
+                       relax=self.relax, pin_top=self.pin_top, friction=self.friction)
         except (YarnStepError, ValueError) as err:
             self.report({"ERROR"}, f"Knit Swatch: {err}")
             return {"CANCELLED"}

@@ -164,6 +164,7 @@ def _draw_yarn(layout, ob):
     col.label(text=f"{yarn}, stitch {1e3 * s.knit_stitch_width:.2f} × "
                    f"{1e3 * s.knit_course_height:.2f} mm", icon="BLANK1")
     layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
+    layout.prop(s, "knit_friction")
     col = layout.column(align=True)
     col.label(text="Pins hold their points still", icon="INFO")
     col.label(text="Collides with every collider, as cloth does", icon="INFO")

@@ -21,7 +21,7 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
                        IntProperty, PointerProperty, StringProperty)
 
 from ..solver import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, SOLVERS, Collider,
-                      FieldSpec, SolverSettings, Wind, load_preset, preset_info)
+                      FieldSpec, SolverSettings, Wind, YarnParams, load_preset, preset_info)
 from . import bake_status
 from .convert import (COLLIDER_PROPS, MATERIAL_DISPLAYS, MATERIAL_SPECS,  # noqa: F401 (re-export)
                       OPTIONAL_FALLBACK, display_prop_name, from_display, prop_name, to_display)
@@ -43,6 +43,16 @@ KNIT_PATTERN_ITEMS = (
     ("RIB2X2", "2×2 Rib", "Columns of knit 2, purl 2: stretchy across, for cuffs"),
     ("SEED", "Seed", "Knit and purl alternate along the course and the wale: bumpy, flat"),
 )
+def yarn_friction_property() -> FloatProperty:
+    """Yarn Friction (μ), its default, bounds and description from YarnParams.friction: an
+    object setting of a knit swatch and an option of Add > Knit Swatch."""
+    field = next(f for f in dataclasses.fields(YarnParams) if f.name == "friction")
+    spec = field.metadata["spec"]
+    return FloatProperty(name="Yarn Friction", default=field.default, min=spec.minimum,
+                         max=spec.maximum, soft_max=1.0, precision=2,
+                         description=spec.doc[0].upper() + spec.doc[1:])
+
+
 _KNIT = {
     "knit_pattern": EnumProperty(name="Pattern", items=KNIT_PATTERN_ITEMS, default="STOCKINETTE",
                                  description="Stitch pattern of the knit swatch"),
@@ -57,6 +67,7 @@ _KNIT = {
     "knit_course_height": FloatProperty(name="Course Height (m)", default=0.0, min=0.0,
                                         precision=5, description="Course spacing along the wale "
                                         "[m] (gauge)"),
+    "knit_friction": yarn_friction_property(),
 }
 
 

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solver import (ParameterError, YarnColliders, YarnSimulation, YarnStepError,
-                      knit_swatch, load_yarn_preset, loop_regions)
+                      knit_swatch, loop_regions)
+from . import knit
 from .errors import BakeError
 from .mesh_io import EvaluatedMesh, matrix, to_world, vertex_positions
 
@@ -89,7 +90,7 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
         raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
                         "Add > Mesh > Knit Swatch")
     try:
-        params = load_yarn_preset(s.knit_yarn)
+        params = knit.swatch_params(s.knit_yarn, s.knit_friction)
     except (ParameterError, OSError, ValueError) as err:
         raise BakeError(f"'{name}': yarn preset '{s.knit_yarn}': {err}") from None
     sw = knit_swatch(s.knit_pattern.lower(), s.knit_stitches, s.knit_courses,

@@ -15,8 +15,8 @@ from .formats.presets import list_presets, load_preset, preset_dir, preset_info
 from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
 from .params import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, Display, FieldSpec,
-                     MaterialParams, ParameterError, SolverSettings, field_defaults,
-                     field_displays, field_specs)
+                     MaterialParams, ParameterError, SolverSettings, YarnParams,
+                     field_defaults, field_displays, field_specs)
 from .spec import ClothSetup, Collider, SimulationSpec, Wind
 
 # name -> submodule defining it, imported on first access (they load numba)
@@ -45,7 +45,7 @@ __all__ = [
     "Display", "FieldSpec",
     "MaterialParams",
     "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
-    "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "build_model",
+    "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "YarnParams", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
     "preset_dir", "preset_info", "sew_lines", "simulate",
     "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSimulation", "YarnStepError", "knit_swatch",

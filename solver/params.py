@@ -360,8 +360,9 @@ class YarnParams:
         "yarn, a stand-in for sliding friction (Kaldor eq. 4.10)", 0.0, 1.0e4,
         display=Display("kg/m²/s", 1.0, "Tangential Damping", 3, soft_max=1.0))
     friction: float = _spec(
-        0.3, "", "μ: Coulomb friction between touching yarns (none in Kaldor's model; without "
-        "it a hanging swatch creeps open under its own weight, docs/yarn.md)", 0.0, 2.0,
+        0.0, "", "μ: Coulomb friction between touching yarns, in the relaxation and the "
+        "simulation (0: Kaldor's model, as validated; wool is about 0.3, which holds a "
+        "hanging swatch that creeps open without it, docs/yarn.md)", 0.0, 2.0,
         display=Display("", 1.0, "Yarn Friction", 2, soft_max=1.0))
     nonrigid_damping: float = _spec(
         8000.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "

@@ -255,6 +255,41 @@ def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
     assert "passes through" not in report
 
 
+def test_yarn_friction_is_kept_on_the_swatch_and_used_by_its_relaxation_and_bake():
+    """Add > Knit Swatch's Yarn Friction relaxes the swatch with it, is stored on the object
+    and the bake simulates with it: the keys equal YarnSimulation run directly with it, and
+    differ from a bake without it."""
+    assert bpy.ops.cloth_solver.add_knit_swatch(
+        pattern="RIB2X2", stitches=3, courses=3, yarn="wool_worsted",
+        friction=0.3) == {"FINISHED"}
+    obj = bpy.context.view_layer.objects.active
+    bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 2
+    assert obj.cloth_solver.knit_friction == pytest.approx(0.3)
+    S = solver()
+    yarn = S.load_yarn_preset("wool_worsted")
+    assert yarn.friction == 0.0                          # the preset: Kaldor's model
+    sw = S.knit_swatch("rib2x2", 3, 3, *WORSTED, yarn.radius)
+    import dataclasses
+    rough = dataclasses.replace(yarn, friction=0.3)
+    relaxed = S.relax_swatch(sw, rough)
+    x0 = _points(obj)
+    # the mesh is the swatch relaxed with friction (object frame: courses +x, wales +z)
+    local = np.stack([relaxed.positions[:, 0], -relaxed.positions[:, 2],
+                      relaxed.positions[:, 1]], axis=1)
+    local -= 0.5 * (local.min(axis=0) + local.max(axis=0))
+    np.testing.assert_allclose(x0 - x0.mean(axis=0), local - local.mean(axis=0), atol=2e-6)
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    pinned = np.array([v.index for v in obj.data.vertices if v.groups])
+    sim = S.YarnSimulation(x0, sw.yarn_offsets, rough, pins=pinned, ties=sw.ties,
+                           gravity=np.array(bpy.context.scene.gravity),
+                           regions=S.loop_regions(sw.loops, 3, 3))
+    sim.advance(1 / 24)
+    np.testing.assert_allclose(_points(obj, "cloth_0002"), sim.x, atol=2e-6)
+    obj.cloth_solver.knit_friction = 0.0
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert np.abs(_points(obj, "cloth_0002") - sim.x).max() > 1e-6
+
+
 def test_knit_swatch_is_in_the_add_mesh_menu():
     funcs = bpy.types.VIEW3D_MT_mesh_add.draw._draw_funcs
     ours = [f for f in funcs if getattr(f, "__module__", "").endswith("cloth_addon.knit")]
