@@ -11,6 +11,7 @@ Run (the bpy wheel of .venv, Cycles on the CPU):
 
     NUMBA_CACHE_DIR=$PWD/.cache/numba-py311 .venv/bin/python scripts/render_knit.py \\
         [--out docs/knit_rib.png] [--frames 12] [--stitches 12] [--samples 32] [--over-sphere]
+        [--friction 0.3]
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=12, help="bake frames 1..N")
     ap.add_argument("--stitches", type=int, default=12)
     ap.add_argument("--samples", type=int, default=32)
+    ap.add_argument("--friction", type=float, default=0.0,
+                    help="Yarn Friction of the swatch (Add > Knit Swatch; 0: Kaldor's model)")
     ap.add_argument("--over-sphere", action="store_true",
                     help="lay the swatch flat over a sphere collider (docs/knit_sphere.png)")
     args = ap.parse_args()
@@ -97,7 +100,7 @@ def main() -> None:
     t0 = time.perf_counter()
     assert bpy.ops.cloth_solver.add_knit_swatch(
         pattern="RIB2X2", stitches=args.stitches, courses=args.stitches,
-        yarn="wool_worsted") == {"FINISHED"}
+        yarn="wool_worsted", friction=args.friction) == {"FINISHED"}
     swatch = bpy.context.view_layer.objects.active
     print(f"knit swatch: {len(swatch.data.vertices)} yarn points, added and relaxed in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
