@@ -283,6 +283,8 @@ def apply_friction(x, xn, inv_mass, seg, pairs, normal_force, closest, h, mu):
     is kept. Pairs are taken in order, one after another (the result is the same at every
     thread count). Returns the number of pairs that stuck."""
     stuck = 0
+    n = np.empty(3)
+    r = np.empty(3)
     for k in range(pairs.shape[0]):
         fn = normal_force[k]
         if fn <= 0.0:
@@ -297,8 +299,6 @@ def apply_friction(x, xn, inv_mass, seg, pairs, normal_force, closest, h, mu):
              + wb0 * wb0 * inv_mass[b0] + wb1 * wb1 * inv_mass[b1])
         if W <= 0.0:
             continue
-        n = np.empty(3)
-        r = np.empty(3)
         for c in range(3):
             n[c] = (wb0 * x[b0, c] + wb1 * x[b1, c]) - (wa0 * x[a0, c] + wa1 * x[a1, c])
             r[c] = (wb0 * (xn[b0, c] - x[b0, c]) + wb1 * (xn[b1, c] - x[b1, c])

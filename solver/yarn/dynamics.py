@@ -273,7 +273,7 @@ class YarnSimulation:
         vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
         xn = x + h * vn
         if self.params.friction > 0.0:
-            _, _, _, _, pairs, fn, st = self._contact(x, v)
+            _, _, _, _, pairs, fn, st = self._contact_at[2]   # forces(x, v)'s pass, above
             apply_friction(x, xn, self.inv_mass, self.segments.seg, pairs, fn, st, h,
                            self.params.friction)
         inv_mass = self.inv_mass
