@@ -153,14 +153,13 @@ class YarnRun:
         st = self.sim.stats
         if self._frame_steps == 0:
             self._frame_start = (st.steps, st.refinements, 0.0)
+            self._frame_end = f / self.fps
         steps, refinements, wall = self._frame_start
-        n = max(1, round(1.0 / self.fps / self.sim.h))
         t0 = time.perf_counter()
         try:
-            while self._frame_steps < n:
-                self.sim.step()
+            while not self.sim.step_toward(self._frame_end):
                 self._frame_steps += 1
-                if time.perf_counter() - t0 > SLICE_S and self._frame_steps < n:
+                if time.perf_counter() - t0 > SLICE_S:
                     self._frame_start = (steps, refinements, wall + time.perf_counter() - t0)
                     return UNFINISHED
         except YarnStepError as err:

@@ -77,3 +77,21 @@ def test_knit_steps_bit_identically_at_one_and_two_threads():
     finally:
         numba.set_num_threads(before)
     assert np.array_equal(out[0], out[1])
+
+
+def test_a_step_too_long_for_the_contact_is_shortened_on_a_ladder_and_frames_land_exactly():
+    sw, x = _swatch()
+    ladder, halved = (_hanging(sw, x, time_step=1.0 / 4000.0) for _ in range(2))
+    ladder.forces(ladder.x, ladder.v)
+    assert ladder.stable_step() < ladder.h / 4    # the squeezed rib is far too stiff for h
+    ladder.advance(0.004)
+    for _ in range(16):     # step(): each step of h halved until stable
+        halved.step()
+    assert ladder.time == pytest.approx(0.004, rel=1e-12)
+    assert halved.time == pytest.approx(0.004, rel=1e-12)
+    assert ladder.stats.stability_refinements == 0 < halved.stats.stability_refinements
+    assert ladder.stats.steps < 0.8 * halved.stats.steps
+    # a frame whose length is no whole number of steps lands exactly too
+    ladder.advance(1.0 / 240.0)
+    assert ladder.time == pytest.approx(0.004 + 1.0 / 240.0, rel=1e-12)
+    assert ladder.stats.min_clearance >= ladder.guard * 2 * P.radius

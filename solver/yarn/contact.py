@@ -170,27 +170,47 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     vs = np.empty((S, n_quad, 3))
     _samples(x, v, seg, n_quad, xs, vs)
     K = pairs.shape[0]
-    pf = np.zeros((K, 4, 3))
-    pk = np.zeros((K, 4))
-    pe = np.zeros(K)
-    ptouch = np.zeros(K, np.int64)
-    pdmin = np.ones(K)
-    pclear = np.full(K, d2max)
+    # first the exact distance of every candidate pair (the clearance), then the samples of
+    # the pairs closer than a diameter only (about a third of the candidates): per-pair slots
+    # for those few, not for every candidate, are what the pass allocates and sums
+    pd2 = np.empty(K)
     for k in prange(K):
         i = pairs[k, 0]
         j = pairs[k, 1]
         normal_force[k] = 0.0
         closest[k, 0] = 0.0
         closest[k, 1] = 0.0
+        pd2[k] = d2max
         if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
             continue
         d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
                                      load(x, seg[j, 0]), load(x, seg[j, 1]))
         closest[k, 0] = cs
         closest[k, 1] = ct
-        if d2 >= d2max:
-            continue
-        pclear[k] = d2
+        pd2[k] = min(d2, d2max)
+    best = d2max
+    T = 0
+    for k in range(K):
+        best = min(best, pd2[k])
+        if pd2[k] < d2max:
+            T += 1
+    near = np.empty(T, np.int64)
+    T = 0
+    for k in range(K):
+        if pd2[k] < d2max:
+            near[T] = k
+            T += 1
+    pf = np.empty((T, 4, 3))
+    pk = np.empty((T, 4))
+    pe = np.empty(T)
+    ptouch = np.empty(T, np.int64)
+    pdmin = np.empty(T)
+    for m in prange(T):
+        k = near[m]
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        cs = closest[k, 0]
+        ct = closest[k, 1]
         # the closest points' direction, onto which the samples' pushes are summed
         mx = (1 - ct) * x[seg[j, 0], 0] + ct * x[seg[j, 1], 0] \
             - (1 - cs) * x[seg[i, 0], 0] - cs * x[seg[i, 1], 0]
@@ -202,6 +222,16 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         if ml > 0.0:
             mx, my, mz = mx / ml, my / ml, mz / ml
         scale = seg_len[i] * seg_len[j] * w
+        c = 2.0 * scale
+        # sums of the samples' forces and stiffnesses weighted onto the four points, kept in
+        # registers and written to the pair's slot once
+        fa0x = fa0y = fa0z = fa1x = fa1y = fa1z = 0.0
+        fb0x = fb0y = fb0z = fb1x = fb1y = fb1z = 0.0
+        ka0 = ka1 = kb0 = kb1 = 0.0
+        e_pair = 0.0
+        n_touch = 0
+        d_low = 1.0
+        f_normal = 0.0
         for qa in range(n_quad):
             s = (qa + 0.5) / n_quad
             for qb in range(n_quad):
@@ -215,56 +245,67 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 dist = np.sqrt(dd)
                 d = dist / diameter
                 f, fp = _penalty(d)
-                pe[k] += k_contact * scale * f
-                ptouch[k] += 1
-                pdmin[k] = min(pdmin[k], d)
-                kk = k_contact * scale * (6.0 / (d * d * d * d) + 2.0) / d2max
-                pk[k, 0] += (1 - s) * kk
-                pk[k, 1] += s * kk
-                pk[k, 2] += (1 - t) * kk
-                pk[k, 3] += t * kk
+                e_pair += f
+                n_touch += 1
+                d_low = min(d_low, d)
+                kk = (6.0 / (d * d * d * d) + 2.0)
+                ka0 += (1 - s) * kk
+                ka1 += s * kk
+                kb0 += (1 - t) * kk
+                kb1 += t * kk
                 nx, ny, nz = dx / dist, dy / dist, dz / dist
                 # −dE/d(dist): positive pushes the second sample away from the first
                 push = -k_contact * scale * fp / diameter
-                normal_force[k] += push * (nx * mx + ny * my + nz * mz)
+                f_normal += push * (nx * mx + ny * my + nz * mz)
                 uvx = vs[j, qb, 0] - vs[i, qa, 0]
                 uvy = vs[j, qb, 1] - vs[i, qa, 1]
                 uvz = vs[j, qb, 2] - vs[i, qa, 2]
                 vn = nx * uvx + ny * uvy + nz * uvz
-                c = 2.0 * scale
                 fx = push * nx - c * (k_dt * uvx + (k_dn - k_dt) * vn * nx)
                 fy = push * ny - c * (k_dt * uvy + (k_dn - k_dt) * vn * ny)
                 fz = push * nz - c * (k_dt * uvz + (k_dn - k_dt) * vn * nz)
-                pf[k, 0, 0] -= (1 - s) * fx
-                pf[k, 0, 1] -= (1 - s) * fy
-                pf[k, 0, 2] -= (1 - s) * fz
-                pf[k, 1, 0] -= s * fx
-                pf[k, 1, 1] -= s * fy
-                pf[k, 1, 2] -= s * fz
-                pf[k, 2, 0] += (1 - t) * fx
-                pf[k, 2, 1] += (1 - t) * fy
-                pf[k, 2, 2] += (1 - t) * fz
-                pf[k, 3, 0] += t * fx
-                pf[k, 3, 1] += t * fy
-                pf[k, 3, 2] += t * fz
+                fa0x += (1 - s) * fx
+                fa0y += (1 - s) * fy
+                fa0z += (1 - s) * fz
+                fa1x += s * fx
+                fa1y += s * fy
+                fa1z += s * fz
+                fb0x += (1 - t) * fx
+                fb0y += (1 - t) * fy
+                fb0z += (1 - t) * fz
+                fb1x += t * fx
+                fb1y += t * fy
+                fb1z += t * fz
+        kscale = k_contact * scale / d2max
+        pk[m, 0] = ka0 * kscale
+        pk[m, 1] = ka1 * kscale
+        pk[m, 2] = kb0 * kscale
+        pk[m, 3] = kb1 * kscale
+        pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = -fa0x, -fa0y, -fa0z
+        pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fa1x, -fa1y, -fa1z
+        pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = fb0x, fb0y, fb0z
+        pf[m, 3, 0], pf[m, 3, 1], pf[m, 3, 2] = fb1x, fb1y, fb1z
+        pe[m] = k_contact * scale * e_pair
+        ptouch[m] = n_touch
+        pdmin[m] = d_low
+        normal_force[k] = f_normal
     energy = 0.0
     touching = 0
     d_min = 1.0
-    best = d2max
-    for k in range(K):
-        best = min(best, pclear[k])
-        if ptouch[k] == 0:
+    for m in range(T):
+        if ptouch[m] == 0:
             continue
-        energy += pe[k]
-        touching += ptouch[k]
-        d_min = min(d_min, pdmin[k])
+        energy += pe[m]
+        touching += ptouch[m]
+        d_min = min(d_min, pdmin[m])
+        k = near[m]
         i = pairs[k, 0]
         j = pairs[k, 1]
         pts = (seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
         for q in range(4):
-            stiffness[pts[q]] += pk[k, q]
+            stiffness[pts[q]] += pk[m, q]
             for r in range(3):
-                force[pts[q], r] += pf[k, q, r]
+                force[pts[q], r] += pf[m, q, r]
     return energy, touching, d_min, np.sqrt(best)
 
 
@@ -323,6 +364,18 @@ def apply_friction(x, xn, inv_mass, seg, pairs, normal_force, closest, h, mu):
             xn[b0, c] -= wb0 * inv_mass[b0] * d
             xn[b1, c] -= wb1 * inv_mass[b1] * d
     return stuck
+
+
+@njit
+def drop_neighbours(pairs, seg_yarn, seg_arc, seg_len, diameter):
+    """The candidate pairs (K, 2) without those of neighbouring segments of one yarn (closer
+    than ``NEIGHBOUR_GAP`` diameters along it, which never count as a contact): about 40 % of
+    what the tree finds in a knit, left out once per search instead of at every pass."""
+    gap = NEIGHBOUR_GAP * diameter
+    keep = np.empty(pairs.shape[0], np.bool_)
+    for k in range(pairs.shape[0]):
+        keep[k] = not _excluded(pairs[k, 0], pairs[k, 1], seg_yarn, seg_arc, seg_len, gap)
+    return pairs[keep]
 
 
 @njit

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import njit
+from .._jit import njit, prange
 
 
 def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
@@ -58,9 +58,13 @@ def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
     return np.array(ptr, np.int64), np.array(pts, np.int64)
 
 
-@njit
+@njit(parallel=True)
 def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
     """Kaldor's non-rigid velocity filter (module docstring), in place on v (P, 3) [m/s].
+
+    The regions' rigid fits and strengths are computed in parallel from the velocities before
+    the filter and applied afterwards in region order, so the result is the same at every
+    thread count.
 
     Args:
         x: (P, 3) [m]; mass: (P,) [kg]; free: (P,) bool (pinned points keep their velocity).
@@ -71,13 +75,14 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
             proportional filter of eq. 4.11).
     """
     P = x.shape[0]
+    R = ptr.shape[0] - 1
     count = np.zeros(P)
-    for k in range(ptr.shape[0] - 1):
+    for k in range(R):
         for q in range(ptr[k], ptr[k + 1]):
             count[points[q]] += 1.0
-    dv = np.zeros((P, 3))
-    inertia = np.empty((3, 3))
-    for k in range(ptr.shape[0] - 1):
+    # per region: centre of mass, its velocity, angular velocity, strength (0: skip)
+    fit = np.zeros((R, 10))
+    for k in prange(R):
         m_tot = 0.0
         xc = np.zeros(3)
         vc = np.zeros(3)
@@ -92,7 +97,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         xc /= m_tot
         vc /= m_tot
         ang = np.zeros(3)
-        inertia[:, :] = 0.0
+        inertia = np.zeros((3, 3))
         for q in range(ptr[k], ptr[k + 1]):
             p = points[q]
             m = mass[p]
@@ -136,7 +141,18 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
                 nr2 += u0 * u0 + u1 * u1 + u2 * u2
             if nr2 > 0.0:
                 f = max(f, const * np.sqrt((ptr[k + 1] - ptr[k]) / nr2))
-        f = min(1.0, f) * share
+        fit[k, 0:3] = xc
+        fit[k, 3:6] = vc
+        fit[k, 6:9] = w
+        fit[k, 9] = min(1.0, f) * share
+    dv = np.zeros((P, 3))
+    for k in range(R):
+        f = fit[k, 9]
+        if f == 0.0:
+            continue
+        xc = fit[k, 0:3]
+        vc = fit[k, 3:6]
+        w = fit[k, 6:9]
         for q in range(ptr[k], ptr[k + 1]):
             p = points[q]
             if not free[p]:

@@ -132,11 +132,11 @@ def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypa
     # the yarn model cannot make a step without yarns passing through (as it reports it)
     yarn_bake = addon().cloth_addon.yarn_bake
 
-    def stuck(self):
+    def stuck(self, end):
         raise solver().YarnStepError("a step of 1e-05 s still brings yarns within 0.05 "
                                      "diameters (test)")
 
-    monkeypatch.setattr(solver().YarnSimulation, "step", stuck)
+    monkeypatch.setattr(solver().YarnSimulation, "step_toward", stuck)
     with pytest.raises(RuntimeError, match="'Knit Swatch': frame 1: a step .*[(]test[)]"):
         bpy.ops.cloth_solver.bake()
     monkeypatch.undo()
