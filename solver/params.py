@@ -365,9 +365,10 @@ class YarnParams:
         "hanging swatch that creeps open without it, docs/yarn.md)", 0.0, 2.0,
         display=Display("", 1.0, "Yarn Friction", 2, soft_max=1.0))
     nonrigid_damping: float = _spec(
-        8000.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "
-        "its rigid motion is removed (h·μ_prop per step); 8000 /s removes Kaldor's α_small = "
-        "0.6 per 1/11800 s step (Table 4.1) at the default step", 0.0, 1.0e6,
+        10800.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "
+        "its rigid motion is removed (1 − exp(−h·μ_prop) of it per step h, the same per second "
+        "at every step); 10800 /s removes Kaldor's α_small = 0.6 per 1/11800 s step "
+        "(Table 4.1)", 0.0, 1.0e6,
         display=Display("1/s", 1.0, "Non-rigid Damping", 0, soft_max=20000.0))
     nonrigid_friction: float = _spec(
         5.0, "m/s²", "μ_const: the least deceleration of a region's rms relative speed, so a "

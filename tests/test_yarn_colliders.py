@@ -181,7 +181,8 @@ def test_a_yarn_starting_inside_a_colliders_reach_is_refused_with_the_reason():
 def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
     """Dropped 0.3 m (2.4 m/s at impact), the points the table stops must not be pulled back
     in by the length projection and pushed out again after it, stretching their segments
-    (1.8 % before the pushed points were made heavy for the projection; 0.28 % now)."""
+    (1.8 % before the pushed points were made heavy for the projection; 1.0 % at 1/12000 s
+    with one round of push and projection per step; 0.05 % with two)."""
     sw, relaxed = _swatch()
     x = relaxed.positions - relaxed.positions.mean(axis=0)
     x[:, 2] += 0.3
@@ -194,4 +195,4 @@ def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
         worst = max(worst, strain)
     assert sim.x[:, 2].min() < 0.01                       # it landed
     assert sim.x[:, 2].min() > P.radius - 1e-6            # on the table, not through it
-    assert worst < 0.005
+    assert worst < 0.002

@@ -10,6 +10,7 @@ import pytest
 from solver.params import YarnParams
 from solver.yarn import YarnSimulation, knit_swatch, loop_regions
 from solver.yarn.contact import SegmentTree, contact_forces, contact_pass, min_clearance
+from solver.yarn.stability import ContactFrequency, add_contact_stiffness, contact_springs
 
 P = YarnParams()
 two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
@@ -43,7 +44,7 @@ def test_fused_contact_pass_equals_forces_and_clearance():
     gap1 = min_clearance(x, s.seg, s.rest, s.yarn, s.arc, pairs, 2 * P.radius)
     f2, k2 = np.zeros_like(x), np.zeros(len(x))
     e2, n2, d2, gap2 = contact_pass(*args, f2, k2, np.zeros(len(pairs)),
-                                    np.zeros((len(pairs), 2)))
+                                    np.zeros((len(pairs), 2)), np.zeros((len(pairs), 6)))
     assert n1 == n2 > 100
     assert e2 == pytest.approx(e1, rel=1e-12)
     assert d2 == pytest.approx(d1, rel=1e-12) and gap2 == pytest.approx(gap1, rel=1e-12)
@@ -95,3 +96,64 @@ def test_a_step_too_long_for_the_contact_is_shortened_on_a_ladder_and_frames_lan
     ladder.advance(1.0 / 240.0)
     assert ladder.time == pytest.approx(0.004 + 1.0 / 240.0, rel=1e-12)
     assert ladder.stats.min_clearance >= ladder.guard * 2 * P.radius
+
+
+def _contact_matrix(sim):
+    """Dense (3P, 3P) K_contact of stability.contact_springs at the last contact pass."""
+    c = sim._contact_at[2]
+    pts, W, nrm = contact_springs(sim._contact_at[0], sim.segments.seg, c[4], c[6], c[7])
+    K = np.zeros((3 * len(sim.x), 3 * len(sim.x)))
+    for m in range(len(pts)):
+        nn = np.outer(nrm[m], nrm[m])
+        for a in range(4):
+            for b in range(4):
+                pa, pb = pts[m, a], pts[m, b]
+                K[3 * pa:3 * pa + 3, 3 * pb:3 * pb + 3] += W[m, a, b] * nn
+    return K, (pts, W, nrm)
+
+
+def test_contact_stiffness_is_the_penalty_force_derivative_along_the_normal():
+    """Two yarns crossing at right angles 0.6 diameters apart: moving the upper one along the
+    common normal by ε changes the sampled contact force by −K·ε to within what K leaves out
+    (finite differences): K takes each sample's whole stiffness along the pair's normal, not
+    its share along it, so it overstates the derivative (by a third here), on the safe side
+    for the stable step it is used for."""
+    D = 2 * P.radius
+    x = np.array([[-2e-3, 0, 0], [-0.7e-3, 0, 0], [0.7e-3, 0, 0], [2e-3, 0, 0],
+                  [0, -2e-3, 0.6 * D], [0, -0.7e-3, 0.6 * D], [0, 0.7e-3, 0.6 * D],
+                  [0, 2e-3, 0.6 * D]])
+    sim = YarnSimulation(x, [0, 4, 8], P)
+    f0 = sim.forces(sim.x, sim.v).copy()
+    K, springs = _contact_matrix(sim)
+    u = np.zeros_like(x)
+    u[4:, 2] = 1.0
+    eps = 1e-7
+    f1 = sim.forces(sim.x + eps * u, sim.v)
+    df = (f1 - f0) / eps
+    predicted = -(K @ u.ravel()).reshape(-1, 3)
+    assert np.abs(predicted[:, 2]).max() > 0
+    assert np.all(np.sign(df[:, 2]) == np.sign(predicted[:, 2]))
+    ratio = predicted[:, 2] / df[:, 2]
+    assert np.all(ratio >= 1.0) and np.all(ratio <= 1.8)
+    out = np.zeros_like(x)
+    add_contact_stiffness(u, *springs, 1.0, out)
+    assert np.allclose(out.ravel(), K @ u.ravel())
+
+
+def test_contact_frequency_estimate_is_below_the_highest_and_gershgorin_above_it():
+    sw, x = _swatch()
+    sim = _hanging(sw, x)
+    sim.forces(sim.x, sim.v)
+    K, springs = _contact_matrix(sim)
+    free = np.repeat(sim.free, 3)
+    s = np.repeat(sim.mass, 3) ** -0.5
+    lam = np.linalg.eigvalsh((s[:, None] * K * s[None, :])[free][:, free]).max()
+    est = ContactFrequency(sim.mass, sim.free).estimate(springs)
+    assert 0.8 * lam <= est <= lam * (1 + 1e-9)
+    gershgorin = (2 * sim._stiffness / sim.mass)[sim.free].max()
+    assert gershgorin >= lam
+    # the step is 0.71 of 2/ω at the estimate, within [1, 2] of the Gershgorin one
+    safe = np.sqrt(1.0 / (0.5 * gershgorin))
+    assert sim.stable_step() == pytest.approx(
+        min(2 * safe, max(safe, 0.71 * 2 / np.sqrt(est))), rel=1e-9)
+    assert sim.stable_step() > 1.2 * safe

@@ -143,7 +143,7 @@ def _samples(x, v, seg, n_quad, xs, vs):
 
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
-                 n_quad, force, stiffness, normal_force, closest):
+                 n_quad, force, stiffness, normal_force, closest, moments):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
     pair before sampling when it is a diameter or more; sample positions and velocities are
@@ -155,7 +155,11 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     are the same at every thread count. Arguments and units as ``contact_forces``; also
     written per pair, for the friction of the step (``apply_friction``): ``normal_force`` (K,)
     [N], the penalty's push along the segments' closest-point direction (0 where the pair does
-    not touch), and ``closest`` (K, 2), the segment parameters (s, t) of the closest points.
+    not touch), and ``closest`` (K, 2), the segment parameters (s, t) of the closest points;
+    for the implicit contact of the step (implicit.py), ``moments`` (K, 6) [N/m]: the sums
+    over the pair's touching samples of k_q, k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q
+    the sample's stiffness k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only
+    column 0 is written, as 0, for a pair that does not touch).
 
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
@@ -178,6 +182,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         i = pairs[k, 0]
         j = pairs[k, 1]
         normal_force[k] = 0.0
+        moments[k, 0] = 0.0
         closest[k, 0] = 0.0
         closest[k, 1] = 0.0
         pd2[k] = d2max
@@ -228,6 +233,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         fa0x = fa0y = fa0z = fa1x = fa1y = fa1z = 0.0
         fb0x = fb0y = fb0z = fb1x = fb1y = fb1z = 0.0
         ka0 = ka1 = kb0 = kb1 = 0.0
+        kss = ktt = kst = 0.0
         e_pair = 0.0
         n_touch = 0
         d_low = 1.0
@@ -253,6 +259,9 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 ka1 += s * kk
                 kb0 += (1 - t) * kk
                 kb1 += t * kk
+                kss += s * s * kk
+                ktt += t * t * kk
+                kst += s * t * kk
                 nx, ny, nz = dx / dist, dy / dist, dz / dist
                 # −dE/d(dist): positive pushes the second sample away from the first
                 push = -k_contact * scale * fp / diameter
@@ -281,6 +290,12 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         pk[m, 1] = ka1 * kscale
         pk[m, 2] = kb0 * kscale
         pk[m, 3] = kb1 * kscale
+        moments[k, 0] = (ka0 + ka1) * kscale
+        moments[k, 1] = ka1 * kscale
+        moments[k, 2] = kb1 * kscale
+        moments[k, 3] = kss * kscale
+        moments[k, 4] = ktt * kscale
+        moments[k, 5] = kst * kscale
         pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = -fa0x, -fa0y, -fa0z
         pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fa1x, -fa1y, -fa1z
         pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = fb0x, fb0y, fb0z

@@ -9,9 +9,10 @@ angular momentum (those of its rigid fit) are kept. Rigid motion (free fall, a s
 damped at all, only the motion of loops relative to their neighbours: it stands in for the
 friction of the yarn's fuzz, which a frictionless penalty contact lacks.
 
-Each step β = min(1, max(h·μ_prop, h·μ_const·√k/‖v_nr‖)) · s_k over overlapping 2 × 2-loop
-regions one loop apart: the proportional part is eq. 4.11's α (Table 4.1, α_small = 0.6 per
-1/11800 s in simulation, 0.3 in the relaxation); the constant part is Kaldor's revision
+Each step β = min(1, max(α, h·μ_const·√k/‖v_nr‖)) · s_k over overlapping 2 × 2-loop
+regions one loop apart: the proportional part α is eq. 4.11's (Table 4.1, α_small = 0.6 per
+1/11800 s in simulation, 0.3 in the relaxation), 1 − exp(−h·μ_prop) at other steps h so that
+the same share goes per second; the constant part is Kaldor's revision
 (§4.5.2, Table 4.3): at low speed a constant amount is removed, up to all of it, so the knit
 comes to rest in finite time instead of creeping towards its energy minimum. s_k, the mean of
 1/r_p over the region's points (r_p: how many regions hold point p), shares the damping out
@@ -70,7 +71,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         x: (P, 3) [m]; mass: (P,) [kg]; free: (P,) bool (pinned points keep their velocity).
         ptr, points: the regions (loop_regions).
         alpha: fraction of the non-rigid velocity removed per application, in [0, 1]
-            (h·μ_prop in the revised filter).
+            (1 − exp(−h·μ_prop) in the revised filter).
         const: h·μ_const [m/s], the least rms non-rigid speed removed per application (0: the
             proportional filter of eq. 4.11).
     """

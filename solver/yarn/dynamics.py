@@ -44,16 +44,17 @@ from ..params import YarnParams
 from ..spec import Collider
 from .contact import SegmentTree, apply_friction, contact_pass, drop_neighbours, min_clearance
 from .damping import filter_nonrigid
+from .stability import ContactFrequency, contact_springs
 from .colliders import YarnColliders
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 
-# 0.7 of Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s): the explicit contact of
-# a relaxed worsted swatch is stable to about 1/13,000 s by the bound of ``stable_step`` (a
-# relaxed 8 × 8 stockinette: 1/18,700 s by the old, twice as strict bound); 1/16800 s leaves a
-# margin of 1.3 and is a whole number of steps per frame at 24, 25 and 30 fps (700, 672, 560).
-# Positions differ from 1/24000 s by the first-order time error (0.97 mm after 40 ms of a
-# swinging 8 × 8 swatch, 0.51 mm between 1/24000 and 1/32000 s; docs/yarn.md, "Speed").
-DEFAULT_TIME_STEP = 1.0 / 16800.0
+# About Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s), a whole number of steps
+# per frame at 24, 25 and 30 fps (500, 480, 400). Where the contact is too stiff for it, steps
+# are shortened to 0.71 of the explicit contact's stability limit as estimated by
+# stability.ContactFrequency (about 1/10,000 s in a relaxed worsted swatch, 1/11,000 s in one
+# pulled tight by its weight). Positions differ from 1/24000 s by the first-order time error
+# (docs/yarn.md, "Speed").
+DEFAULT_TIME_STEP = 1.0 / 12000.0
 # Most fast-projection iterations per step (to 1e-6 relative): a 42 × 32 hanging swatch needs
 # 11; a 5 × 5 seed stitch pinned along its whole top course 24-26, where a glued yarn end's
 # tie, projected between the tridiagonal solves, converges only linearly (20 left 1.1e-5)
@@ -61,6 +62,16 @@ PROJECTION_ITERATIONS = 40
 # Inverse mass, as a share of its own, of a point a collider pushed in this step, for the
 # length projection that follows (docs/yarn.md, "Colliders")
 COLLIDER_MASS_SHARE = 0.1
+# Rounds of collider push and length projection per step where there are colliders: the second
+# round takes out what the first push left (a 5 × 5 rib landing at 2.4 m/s: 1.0 % strain with
+# one round at 1/12000 s, docs/yarn.md, "Colliders")
+COLLIDER_ROUNDS = 2
+# Share of symplectic Euler's stability limit 2/ω_max at which the contact is stepped: the
+# margin of the Gershgorin bound's h = sqrt(m/k) (0.71 of its limit) for the penalty stiffening
+# within the step
+STABILITY_MARGIN = 0.71
+# Contact passes per estimate of the contact's highest frequency (stability.ContactFrequency)
+ESTIMATE_EVERY = 8
 # Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
 KALDOR_STEP = 1.0 / 11800.0
 
@@ -159,7 +170,8 @@ class YarnSimulation:
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
                  damping_rate: float = 0.0, regions=None, nonrigid_alpha: float | None = None,
                  colliders: YarnColliders | None = None, floor: float | None = None,
-                 friction: float = 0.5, pair_margin: float = 0.1):
+                 friction: float = 0.5, pair_margin: float = 0.1,
+                 estimate_frequency: bool = True):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
         self.yarn_offsets = np.asarray(yarn_offsets, dtype=np.int64)
@@ -205,6 +217,10 @@ class YarnSimulation:
         self._contact_at: tuple | None = None
         self.K = bending_matrix(self.segments, P, params.bend_stiffness).tocsc()
         self._factors: dict[float, object] = {}
+        self._frequency = ContactFrequency(self.mass, self.free) if estimate_frequency else None
+        self._bound: tuple | None = None   # (contact pass it was found from, stable step)
+        self._passes = 0                   # contact passes whose stable step was asked for
+        self._ratio = 1.0                  # stable step over the Gershgorin bound's
         self.tree = SegmentTree(self.segments.seg, self.x, params.radius, self._margin)
         self.time = 0.0
         self.stats = StepStats()
@@ -258,10 +274,12 @@ class YarnSimulation:
         pairs = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
+        mo = np.empty((len(pairs), 6))
         energy, _, _, gap = contact_pass(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
-            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k, fn, st)
-        out = (f, k, energy, gap, pairs, fn, st)
+            p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k, fn, st,
+            mo)
+        out = (f, k, energy, gap, pairs, fn, st, mo)
         self._contact_at = (x.copy(), v.copy(), out, self.segments.seg)
         return out
 
@@ -272,12 +290,30 @@ class YarnSimulation:
         return self.mass[:, None] * self.gravity[None, :] + fc
 
     def stable_step(self) -> float:
-        """Longest stable step [s] for the contact stiffness of the last force evaluation."""
+        """Longest stable step [s] for the contact of the last force evaluation: 0.71 of the
+        limit 2/ω_max of symplectic Euler (a margin for the penalty stiffening within the
+        step), ω_max from stability.ContactFrequency's estimate, but never less than by the
+        Gershgorin bound ω² ≤ max 2·k_i/m_i nor more than twice that. The estimate is made
+        every ``ESTIMATE_EVERY`` contact passes; in between, its ratio to the Gershgorin bound
+        carries over (the bound follows the stiffest spot from pass to pass)."""
+        c = self._contact_at
+        if self._bound is not None and self._bound[0] is c:
+            return self._bound[1]
         k = self._stiffness[self.free]
         if not (k > 0).any():
             return np.inf
-        # 0.71 of symplectic Euler's 2/ω with ω² ≤ 2·k/m (module docstring)
-        return float(np.sqrt(self.mass[self.free][k > 0] / k[k > 0]).min())
+        safe = float(np.sqrt(self.mass[self.free][k > 0] / k[k > 0]).min())
+        if self._frequency is not None:
+            if self._passes % ESTIMATE_EVERY == 0:
+                _, _, _, _, pairs, _, st, mo = c[2]
+                lam = self._frequency.estimate(
+                    contact_springs(c[0], self.segments.seg, pairs, st, mo))
+                self._ratio = 1.0 if lam <= 0.0 else \
+                    min(2.0, max(1.0, STABILITY_MARGIN * 2.0 / np.sqrt(lam) / safe))
+            self._passes += 1
+        h = safe * self._ratio
+        self._bound = (c, h)
+        return h
 
     def _pairs(self, x: np.ndarray) -> np.ndarray:
         """Candidate segment pairs at x: those found at earlier positions x₀ while every point
@@ -313,24 +349,29 @@ class YarnSimulation:
         vn[idx] = self._factor(h).solve(np.ascontiguousarray(rhs[idx]))
         xn = x + h * vn
         if self.params.friction > 0.0:
-            _, _, _, _, pairs, fn, st = self._contact_at[2]   # forces(x, v)'s pass, above
+            _, _, _, _, pairs, fn, st, _ = self._contact_at[2]   # forces(x, v)'s pass, above
             apply_friction(x, xn, self.inv_mass, self.segments.seg, pairs, fn, st, h,
                            self.params.friction)
         inv_mass = self.inv_mass
-        if self.colliders is not None:
-            before = xn.copy()
-            self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
-            # points a collider pushed are heavy to the length projection, so it moves their
-            # free neighbours rather than pulling them back in (and the push after it then
-            # stretching their segments: 1.8 % in a swatch landing at 2.4 m/s, docs/yarn.md)
-            pushed = np.any(xn != before, axis=1)
-            if pushed.any():
-                inv_mass = np.where(pushed, COLLIDER_MASS_SHARE * self.inv_mass, self.inv_mass)
-        lam = np.zeros(len(self.segments.rest))
-        its, worst = project_lengths(xn, inv_mass, self.segments.seg, self.segments.rest,
-                                     self._compliance(h), lam, 1e-6, PROJECTION_ITERATIONS,
-                                     self.ties,
-                                     self.tie_len)
+        pushed = np.zeros(len(x), bool)
+        its = 0
+        for _ in range(1 if self.colliders is None else COLLIDER_ROUNDS):
+            if self.colliders is not None:
+                before = xn.copy()
+                self.colliders.project(x, xn, self.inv_mass, self.time, self.time + h)
+                # points a collider pushed are heavy to the length projection, so it moves
+                # their free neighbours rather than pulling them back in (and the push after it
+                # then stretching their segments: 1.8 % in a swatch landing at 2.4 m/s,
+                # docs/yarn.md)
+                pushed |= np.any(xn != before, axis=1)
+                if pushed.any():
+                    inv_mass = np.where(pushed, COLLIDER_MASS_SHARE * self.inv_mass,
+                                        self.inv_mass)
+            lam = np.zeros(len(self.segments.rest))
+            n, worst = project_lengths(xn, inv_mass, self.segments.seg, self.segments.rest,
+                                       self._compliance(h), lam, 1e-6, PROJECTION_ITERATIONS,
+                                       self.ties, self.tie_len)
+            its += n
         if self.colliders is not None:
             # again: the length projection may have pulled a point back in by a fraction of
             # its length error; the next step's projection takes the rest out
@@ -340,7 +381,7 @@ class YarnSimulation:
             vn /= 1.0 + self.damping_rate * h
         if self.regions is not None:
             if self.nonrigid_alpha is None:
-                alpha = h * self.params.nonrigid_damping
+                alpha = -np.expm1(-h * self.params.nonrigid_damping)
                 const = h * self.params.nonrigid_friction
             else:
                 alpha = 1.0 - (1.0 - self.nonrigid_alpha) ** (h / KALDOR_STEP)
