@@ -143,7 +143,8 @@ def _samples(x, v, seg, n_quad, xs, vs):
 
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
-                 n_quad, force, stiffness, normal_force, closest, moments):
+                 n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
+                 slack=-1.0):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
     pair before sampling when it is a diameter or more; sample positions and velocities are
@@ -161,11 +162,18 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     the sample's stiffness k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only
     column 0 is written, as 0, for a pair that does not touch).
 
+    ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found: with
+    ``slack`` < 0 this pass is there and writes them (inf for neighbours); with ``slack`` ≥ 0
+    [m], how much closer any two segments can have come since (twice how far the points moved
+    apart: dynamics._spread), a pair found ``slack`` or more beyond a diameter is skipped
+    without its distance: it cannot touch.
+
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
         clearance [m]: smallest non-neighbour segment distance, 2r if none is closer).
     """
     diameter = 2.0 * radius
+    inv_diameter = 1.0 / diameter
     d2max = diameter * diameter
     gap = NEIGHBOUR_GAP * diameter
     w = 1.0 / (n_quad * n_quad)
@@ -186,10 +194,16 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         closest[k, 0] = 0.0
         closest[k, 1] = 0.0
         pd2[k] = d2max
+        if found_at is not None and slack >= 0.0 and found_at[k] - slack >= diameter:
+            continue
         if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            if found_at is not None and slack < 0.0:
+                found_at[k] = np.inf
             continue
         d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
                                      load(x, seg[j, 0]), load(x, seg[j, 1]))
+        if found_at is not None and slack < 0.0:
+            found_at[k] = np.sqrt(d2)
         closest[k, 0] = cs
         closest[k, 1] = ct
         pd2[k] = min(d2, d2max)
@@ -248,13 +262,19 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 if dd >= d2max or dd <= 1e-24 * d2max:
                     continue
                 t = (qb + 0.5) / n_quad
+                # one root and one division per sample: f(d), f′(d), f″(d) and the normal
+                # from 1/dist (the same values as _penalty's, to rounding)
                 dist = np.sqrt(dd)
-                d = dist / diameter
-                f, fp = _penalty(d)
+                inv = 1.0 / dist
+                d = dist * inv_diameter
+                id1 = diameter * inv
+                id2 = id1 * id1
+                f = id2 + d * d - 2.0
+                fp = -2.0 * id2 * id1 + 2.0 * d
                 e_pair += f
                 n_touch += 1
                 d_low = min(d_low, d)
-                kk = (6.0 / (d * d * d * d) + 2.0)
+                kk = 6.0 * id2 * id2 + 2.0
                 ka0 += (1 - s) * kk
                 ka1 += s * kk
                 kb0 += (1 - t) * kk
@@ -262,9 +282,9 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 kss += s * s * kk
                 ktt += t * t * kk
                 kst += s * t * kk
-                nx, ny, nz = dx / dist, dy / dist, dz / dist
+                nx, ny, nz = dx * inv, dy * inv, dz * inv
                 # −dE/d(dist): positive pushes the second sample away from the first
-                push = -k_contact * scale * fp / diameter
+                push = -k_contact * scale * fp * inv_diameter
                 f_normal += push * (nx * mx + ny * my + nz * mz)
                 uvx = vs[j, qb, 0] - vs[i, qa, 0]
                 uvy = vs[j, qb, 1] - vs[i, qa, 1]

@@ -48,13 +48,13 @@ from .stability import ContactFrequency, contact_springs
 from .colliders import YarnColliders
 from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 
-# About Kaldor's step for his stretch scene (Table 4.2: h = 1/11800 s), a whole number of steps
-# per frame at 24, 25 and 30 fps (500, 480, 400). Where the contact is too stiff for it, steps
-# are shortened to 0.71 of the explicit contact's stability limit as estimated by
-# stability.ContactFrequency (about 1/10,000 s in a relaxed worsted swatch, 1/11,000 s in one
-# pulled tight by its weight). Positions differ from 1/24000 s by the first-order time error
-# (docs/yarn.md, "Speed").
-DEFAULT_TIME_STEP = 1.0 / 12000.0
+# The longest step; where the contact is too stiff for it (most of the time in a worsted knit),
+# steps are shortened to 0.71 of the explicit contact's stability limit as estimated by
+# stability.ContactFrequency: about 1/10,500 s in a 42 × 32 stockinette hanging from its top,
+# against Kaldor's fixed 1/11800 s for his stretch scene (Table 4.2). A whole number of steps per
+# frame at 24, 25 and 30 fps (400, 384, 320). Positions differ from 1/24000 s by the
+# first-order time error (docs/yarn.md, "Speed").
+DEFAULT_TIME_STEP = 1.0 / 9600.0
 # Most fast-projection iterations per step (to 1e-6 relative): a 42 × 32 hanging swatch needs
 # 11; a 5 × 5 seed stitch pinned along its whole top course 24-26, where a glued yarn end's
 # tie, projected between the tridiagonal solves, converges only linearly (20 left 1.1e-5)
@@ -70,6 +70,8 @@ COLLIDER_ROUNDS = 2
 # margin of the Gershgorin bound's h = sqrt(m/k) (0.71 of its limit) for the penalty stiffening
 # within the step
 STABILITY_MARGIN = 0.71
+# Rungs per halving of the ladder of shortened steps (step_toward): h·2^(−j/LADDER_RUNGS)
+LADDER_RUNGS = 8
 # Contact passes per estimate of the contact's highest frequency (stability.ContactFrequency)
 ESTIMATE_EVERY = 8
 # Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
@@ -158,10 +160,10 @@ class YarnSimulation:
         floor: shorthand for one more collider, a horizontal plane (a table) at z = floor [m]
             with friction ``friction`` μ and no thickness; None for none.
         pair_margin: candidate segment pairs are found with boxes grown by r + pair_margin·r
-            and reused until some point has moved pair_margin·r since (contact.SegmentTree).
-            A wider margin rebuilds less often but hands the contact pass more pairs: a 12 × 12
-            swatch hanging for a frame took 3.6, 3.45, 3.2, 3.2, 3.4, 3.9 and 5.4 CPU s at
-            margins 0, 0.05, 0.1, 0.15, 0.25, 0.5 and 1.
+            and reused until the points have moved apart by pair_margin·r (contact.SegmentTree).
+            A wider margin rebuilds less often but hands the contact pass more pairs: the
+            first frame of a 42 × 32 swatch hanging from its top took 15.6–16.6, 15.1 and
+            16.1–16.9 s at margins 0.1, 0.3 and 0.6, at steps of 1/12000 s (docs/yarn.md).
     """
 
     def __init__(self, positions, yarn_offsets, params: YarnParams, pins=None, ties=None,
@@ -170,7 +172,7 @@ class YarnSimulation:
                  n_quad: int = 4, guard: float = 0.1, max_halvings: int = 8, axial_stiffness: float | None = None,
                  damping_rate: float = 0.0, regions=None, nonrigid_alpha: float | None = None,
                  colliders: YarnColliders | None = None, floor: float | None = None,
-                 friction: float = 0.5, pair_margin: float = 0.1,
+                 friction: float = 0.5, pair_margin: float = 0.3,
                  estimate_frequency: bool = True):
         self.x = np.array(positions, dtype=np.float64)
         self.v = np.zeros_like(self.x)
@@ -271,14 +273,14 @@ class YarnSimulation:
         s = self.segments
         f = np.zeros_like(x)
         k = np.zeros(len(x))
-        pairs = self._pairs(x)
+        pairs, found_at, slack = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
         mo = np.empty((len(pairs), 6))
         energy, _, _, gap = contact_pass(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
             p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k, fn, st,
-            mo)
+            mo, found_at, slack)
         out = (f, k, energy, gap, pairs, fn, st, mo)
         self._contact_at = (x.copy(), v.copy(), out, self.segments.seg)
         return out
@@ -315,25 +317,29 @@ class YarnSimulation:
         self._bound = (c, h)
         return h
 
-    def _pairs(self, x: np.ndarray) -> np.ndarray:
+    def _pairs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Candidate segment pairs at x: those found at earlier positions x₀ while every point
         has moved the same to within the margin since (a superset of the pairs within 2r, see
         SegmentTree: a common translation changes no distance, so a falling swatch keeps its
         pairs), else found anew at x; pairs of neighbouring segments of one yarn, which never
-        count as a contact, are left out when found."""
+        count as a contact, are left out when found. Also their distances at x₀ (written by the
+        first contact pass after they were found) and how much closer any two segments can
+        have come since x₀ (−1 when found at x): contact_pass skips the pairs too far to touch."""
         at = self._pairs_at
-        if at is None or at[0].shape != x.shape or _spread(x, at[0]) >= self._margin:
+        spread = -1.0 if at is None or at[0].shape != x.shape else _spread(x, at[0])
+        if spread < 0.0 or spread >= self._margin:
             s = self.segments
             found = drop_neighbours(self.tree.pairs(x), s.yarn, s.arc, s.rest,
                                     2.0 * self.params.radius)
-            self._pairs_at = at = (x.copy(), found)
-        return at[1]
+            self._pairs_at = at = (x.copy(), found, np.full(len(found), -np.inf))
+            return found, at[2], -1.0
+        return at[1], at[2], 2.0 * spread
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
         x = self.x if x is None else x
         s = self.segments
-        return float(min_clearance(x, s.seg, s.rest, s.yarn, s.arc, self._pairs(x),
+        return float(min_clearance(x, s.seg, s.rest, s.yarn, s.arc, self._pairs(x)[0],
                                    2.0 * self.params.radius))
 
     def _try(self, h: float):
@@ -434,9 +440,10 @@ class YarnSimulation:
     def step_toward(self, end: float) -> bool:
         """One step toward the time ``end`` [s]; True once the simulation has reached it.
 
-        The step is h, cut to land on ``end``, and shortened to the longest of h·2^(−j/4)
-        within the contact's stable step where h is too long for it: a tight spot then costs a
-        few per cent more steps, not twice as many as halving (docs/yarn.md, "Speed")."""
+        The step is h, cut to land on ``end``, and shortened to the longest of h·2^(−j/n)
+        (n = ``LADDER_RUNGS``) within the contact's stable step where h is too long for it: a
+        tight spot then costs a few per cent more steps, not twice as many as halving
+        (docs/yarn.md, "Speed")."""
         left = end - self.time
         if left <= 1e-9 * self.h:
             return True
@@ -444,13 +451,14 @@ class YarnSimulation:
         self.forces(self.x, self.v)   # the start's contact pass, which _try reuses
         bound = self.stable_step()
         j = 0
-        while h > bound and j < 4 * self.max_halvings:
+        rungs = LADDER_RUNGS * self.max_halvings
+        while h > bound and j < rungs:
             j += 1
-            h = min(self.h * 2.0 ** (-j / 4), left)
+            h = min(self.h * 2.0 ** (-j / LADDER_RUNGS), left)
         self._advance(h, 0)
-        if len(self._factors) > 4 * self.max_halvings + 2:
+        if len(self._factors) > rungs + 2:
             # cut steps landing on a frame are one-offs: keep the ladder's factorizations only
-            ladder = {self.h * 2.0 ** (-i / 4) for i in range(4 * self.max_halvings + 1)}
+            ladder = {self.h * 2.0 ** (-i / LADDER_RUNGS) for i in range(rungs + 1)}
             self._factors = {k: f for k, f in self._factors.items() if k in ladder}
         return end - self.time <= 1e-9 * self.h
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._jit import njit
+from .._jit import njit, prange
 from .stitches import yarn_segments
 
 
@@ -87,7 +87,7 @@ def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> 
     return sp.csr_matrix((vals, (rows, cols)), shape=(n_points, n_points))
 
 
-@njit
+@njit(parallel=True)
 def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len):
     """Fast projection of the segment lengths onto ``target`` [m] (Goldenthal et al. 2007,
     Algorithm 1 with lumped mass, as Kaldor §4.3.1), in place on x (P, 3).
@@ -112,18 +112,26 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
         (iterations, max relative violation before the last solve).
     """
     S = seg.shape[0]
+    P = x.shape[0]
     diag = np.empty(S)
     off = np.zeros(S)           # off[k] couples k and k + 1
     rhs = np.empty(S)
     e = np.empty((S, 3))
+    viol = np.empty(S)
+    # the segments ending and starting at each point, so the corrections are applied per
+    # point in parallel (in the order a loop over the segments would: the ending one first)
+    seg_in = np.full(P, -1, np.int64)
+    seg_out = np.full(P, -1, np.int64)
+    for k in range(S):
+        seg_out[seg[k, 0]] = k
+        seg_in[seg[k, 1]] = k
     worst = 0.0
     it = 0
     soft = False
     for k in range(S):
         soft = soft or compliance[k] > 0.0
     for it in range(1, max_iter + 1):
-        worst = 0.0
-        for k in range(S):
+        for k in prange(S):
             a = seg[k, 0]
             b = seg[k, 1]
             l0 = target[k]
@@ -134,8 +142,11 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
             e[k, 1] = e1 / l0
             e[k, 2] = e2 / l0
             c = (e0 * e0 + e1 * e1 + e2 * e2 - l0 * l0) / (2.0 * l0)
-            worst = max(worst, abs(c) / l0)
+            viol[k] = abs(c) / l0
             rhs[k] = -c - compliance[k] * lam[k]
+        worst = 0.0
+        for k in range(S):
+            worst = max(worst, viol[k])
         for k in range(ties.shape[0]):
             a = ties[k, 0]
             b = ties[k, 1]
@@ -144,7 +155,7 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
             worst = max(worst, abs(dd - tie_len[k]) / max(tie_len[k], target[0]))
         if worst <= tol and not soft:
             break
-        for k in range(S):
+        for k in prange(S):
             a = seg[k, 0]
             b = seg[k, 1]
             g2 = e[k, 0] ** 2 + e[k, 1] ** 2 + e[k, 2] ** 2
@@ -168,13 +179,18 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
             dp[k] = (rhs[k] - off[k - 1] * dp[k - 1]) / den
         for k in range(S - 2, -1, -1):
             dp[k] -= cp[k] * dp[k + 1]
-        for k in range(S):
-            a = seg[k, 0]
-            b = seg[k, 1]
+        for k in prange(S):
             lam[k] += dp[k]
-            for r in range(3):
-                x[a, r] -= inv_mass[a] * e[k, r] * dp[k]
-                x[b, r] += inv_mass[b] * e[k, r] * dp[k]
+        for q in prange(P):
+            w = inv_mass[q]
+            k = seg_in[q]
+            if k >= 0:
+                for r in range(3):
+                    x[q, r] += w * e[k, r] * dp[k]
+            k = seg_out[q]
+            if k >= 0:
+                for r in range(3):
+                    x[q, r] -= w * e[k, r] * dp[k]
         for k in range(ties.shape[0]):
             a = ties[k, 0]
             b = ties[k, 1]
