@@ -19,12 +19,12 @@ import itertools
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..solver import (KNIT_GAUGE_IN_RADII, YarnStepError, knit_swatch, list_yarn_presets,
                       load_yarn_preset, relax_swatch, yarn_preset_info)
 from . import units
-from .properties import KNIT_PATTERN_ITEMS, yarn_friction_property
+from .properties import KNIT_PATTERN_ITEMS, REPEAT_DESCRIPTION, yarn_friction_property
 
 PIN_GROUP = "Top Course"
 SWEEP_GROUP = "Yarn Sweep"
@@ -40,6 +40,12 @@ YARN_ITEMS = tuple((stem, yarn_preset_info(stem)["name"], yarn_preset_info(stem)
 DEFAULT_YARN = "wool_worsted"
 
 
+def solver_pattern(pattern: str, repeat: str) -> str:
+    """The stitch generator's pattern for a Pattern item and the Repeat text: the repeat for
+    REPEAT, else the item's name (stitches.purl_mask)."""
+    return repeat if pattern == "REPEAT" else pattern.lower()
+
+
 def swatch_params(yarn: str, friction: float):
     """The yarn preset with the swatch's own yarn friction (an object setting, 0 by default)."""
     return dataclasses.replace(load_yarn_preset(yarn), friction=float(friction))
@@ -48,13 +54,12 @@ def swatch_params(yarn: str, friction: float):
 def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
                     stitch_width: float, course_height: float, relax: bool = True,
                     friction: float = 0.0):
-    """The swatch's yarn points in its object's frame [m], centred on the origin (courses +x,
+    """For ``pattern`` as the stitch generator takes it (``solver_pattern``), the swatch's yarn points in its object's frame [m], centred on the origin (courses +x,
     wales +z, face −y), its segments (S, 2) and the Swatch (topology: loops, ties); relaxed
     with the yarn friction the bake will use (a swatch relaxed without it creeps open when
     simulated with it, docs/yarn.md)."""
     params = swatch_params(yarn, friction)
-    sw = knit_swatch(pattern.lower(), stitches, courses, stitch_width, course_height,
-                     params.radius)
+    sw = knit_swatch(pattern, stitches, courses, stitch_width, course_height, params.radius)
     x = relax_swatch(sw, params).positions if relax else sw.positions
     local = np.stack([x[:, 0], -x[:, 2], x[:, 1]], axis=1)
     local -= 0.5 * (local.min(axis=0) + local.max(axis=0))
@@ -113,11 +118,13 @@ def yarn_material(name: str = "Yarn") -> bpy.types.Material:
 
 def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
                stitch_width: float, course_height: float, relax: bool = True,
-               pin_top: bool = True, name: str = "Knit Swatch", friction: float = 0.0):
-    """Create the swatch object at the 3D cursor (see module docstring); returns it."""
-    local, segments, sw, params = swatch_geometry(pattern, stitches, courses, yarn,
-                                                   stitch_width, course_height, relax,
-                                                   friction)
+               pin_top: bool = True, name: str = "Knit Swatch", friction: float = 0.0,
+               repeat: str = ""):
+    """Create the swatch object at the 3D cursor (see module docstring); returns it.
+    ``pattern`` is a Pattern item, ``repeat`` the Repeat text of the item REPEAT."""
+    local, segments, sw, params = swatch_geometry(solver_pattern(pattern, repeat), stitches,
+                                                   courses, yarn, stitch_width, course_height,
+                                                   relax, friction)
     metres = units.metres_per_unit(context.scene)
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(local))
@@ -133,6 +140,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     s = obj.cloth_solver
     s.role = "YARN"
     s.knit_pattern = pattern.upper()
+    s.knit_repeat = repeat if pattern.upper() == "REPEAT" else ""
     s.knit_stitches, s.knit_courses = stitches, courses
     s.knit_yarn = yarn
     s.knit_stitch_width, s.knit_course_height = stitch_width, course_height
@@ -159,6 +167,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     pattern: EnumProperty(name="Pattern", items=KNIT_PATTERN_ITEMS, default="RIB2X2")
+    repeat: StringProperty(name="Repeat", default="k3p1", description=REPEAT_DESCRIPTION)
     stitches: IntProperty(name="Stitches", default=12, min=1, max=200,
                           description="Stitches per course (loops across)")
     courses: IntProperty(name="Courses", default=12, min=1, max=200,
@@ -191,7 +200,10 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
-        for name in ("pattern", "stitches", "courses", "yarn", "use_yarn_gauge"):
+        layout.prop(self, "pattern")
+        if self.pattern == "REPEAT":
+            layout.prop(self, "repeat")
+        for name in ("stitches", "courses", "yarn", "use_yarn_gauge"):
             layout.prop(self, name)
         col = layout.column()
         col.active = not self.use_yarn_gauge
@@ -207,7 +219,8 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         w, h = self.gauge()
         try:
             add_swatch(context, self.pattern, self.stitches, self.courses, self.yarn, w, h,
-                       relax=self.relax, pin_top=self.pin_top, friction=self.friction)
+                       relax=self.relax, pin_top=self.pin_top, friction=self.friction,
+                       repeat=self.repeat)
         except (YarnStepError, ValueError) as err:
             self.report({"ERROR"}, f"Knit Swatch: {err}")
             return {"CANCELLED"}

@@ -158,6 +158,8 @@ def _draw_yarn(layout, ob):
         layout.label(text="Not a knit swatch: use Add > Mesh > Knit Swatch", icon="ERROR")
         return
     pattern = next(name for ident, name, _ in KNIT_PATTERN_ITEMS if ident == s.knit_pattern)
+    if s.knit_pattern == "REPEAT":
+        pattern = f"Repeat {s.knit_repeat}"
     col = layout.column(align=True)
     col.label(text=f"{pattern}, {s.knit_stitches} × {s.knit_courses} stitches", icon="MOD_CLOTH")
     yarn = dict((ident, name) for ident, name, _ in YARN_ITEMS).get(s.knit_yarn, s.knit_yarn)

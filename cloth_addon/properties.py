@@ -42,7 +42,12 @@ KNIT_PATTERN_ITEMS = (
     ("GARTER", "Garter", "Knit and purl courses alternate: ridged, lies flat"),
     ("RIB2X2", "2×2 Rib", "Columns of knit 2, purl 2: stretchy across, for cuffs"),
     ("SEED", "Seed", "Knit and purl alternate along the course and the wale: bumpy, flat"),
+    ("REPEAT", "Repeat", "Your own repeat of knit and purl stitches, such as k3p1 or "
+                         "k1p1/p1k1 (/ starts the next course up; read from the face)"),
 )
+REPEAT_DESCRIPTION = ("Knit and purl counts repeated across each course, such as k3p1; / starts "
+                      "the next course up (k1p1/p1k1 is seed); read as seen from the face")
+
 def yarn_friction_property() -> FloatProperty:
     """Yarn Friction (μ), its default, bounds and description from YarnParams.friction: an
     object setting of a knit swatch and an option of Add > Knit Swatch."""
@@ -56,6 +61,7 @@ def yarn_friction_property() -> FloatProperty:
 _KNIT = {
     "knit_pattern": EnumProperty(name="Pattern", items=KNIT_PATTERN_ITEMS, default="STOCKINETTE",
                                  description="Stitch pattern of the knit swatch"),
+    "knit_repeat": StringProperty(name="Repeat", default="", description=REPEAT_DESCRIPTION),
     "knit_stitches": IntProperty(name="Stitches", default=0, min=0,
                                  description="Stitches per course (0: not a knit swatch)"),
     "knit_courses": IntProperty(name="Courses", default=0, min=0, description="Courses (rows)"),

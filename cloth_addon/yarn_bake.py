@@ -93,8 +93,12 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
         params = knit.swatch_params(s.knit_yarn, s.knit_friction)
     except (ParameterError, OSError, ValueError) as err:
         raise BakeError(f"'{name}': yarn preset '{s.knit_yarn}': {err}") from None
-    sw = knit_swatch(s.knit_pattern.lower(), s.knit_stitches, s.knit_courses,
-                     s.knit_stitch_width, s.knit_course_height, params.radius)
+    try:
+        sw = knit_swatch(knit.solver_pattern(s.knit_pattern, s.knit_repeat), s.knit_stitches,
+                         s.knit_courses, s.knit_stitch_width, s.knit_course_height,
+                         params.radius)
+    except ValueError as err:
+        raise BakeError(f"'{name}': {err}") from None
     mesh = obj.data
     if len(mesh.vertices) != len(sw.positions) or len(mesh.polygons):
         raise BakeError(f"'{name}': a {s.knit_stitches} × {s.knit_courses} swatch has "

@@ -52,6 +52,8 @@ def test_knit_scene_writes_every_yarn_point_per_frame(tmp_path, capsys):
 
 @pytest.mark.parametrize("change, key", [
     (('pattern = "garter"', 'pattern = "cable"'), "knit.pattern"),
+    (('pattern = "garter"', 'pattern = "k2p0"'), "knit.pattern"),
+    (('pattern = "garter"', "pattern = 3"), "knit.pattern"),
     (("stitches = [3, 3]", "stitches = [3, 0]"), "knit.stitches[1]"),
     (("stitches = [3, 3]", "stitches = [3]"), "knit.stitches"),
     (('yarn = "wool_worsted"', 'yarn = "mohair"'), "knit.yarn"),
@@ -73,3 +75,16 @@ def test_malformed_knit_tables_exit_2_naming_the_key(tmp_path, capsys, change, k
     assert status == 2
     assert err.startswith(f"error: {key}:"), err
     assert not (tmp_path / "r.npz").exists()
+
+
+def test_a_knit_scene_takes_a_repeat_as_its_pattern(tmp_path, capsys):
+    out = tmp_path / "r.npz"
+    text = SCENE.replace('pattern = "garter"', 'pattern = "k1p1/p1k1"')
+    assert text != SCENE
+    assert main(["run", _write(tmp_path, text), "--out", str(out), "--quiet"]) == 0, \
+        capsys.readouterr().err
+    seed = tmp_path / "seed.npz"
+    assert main(["run", _write(tmp_path, SCENE.replace('pattern = "garter"', 'pattern = "seed"')),
+                 "--out", str(seed), "--quiet"]) == 0
+    with np.load(out) as a, np.load(seed) as b:     # the same stitches as the named pattern
+        assert np.array_equal(a["positions"], b["positions"])

@@ -5,7 +5,7 @@ import pytest
 
 from solver.yarn.contact import clearance
 from solver.yarn.rods import Segments
-from solver.yarn.stitches import PATTERNS, knit_swatch, purl_mask
+from solver.yarn.stitches import PATTERN_REPEATS, PATTERNS, knit_swatch, parse_repeat, purl_mask
 
 R = 1.25e-3          # Kaldor's wool worsted radius [m]
 W, H = 5.6e-3, 4.2e-3  # worsted gauge: 18 stitches and 24 courses per 10 cm
@@ -52,6 +52,32 @@ def test_patterns_are_the_named_ones():
         purl_mask("cable", 4, 4)
 
 
+def test_repeats_are_read_as_knit_and_purl_counts_course_by_course():
+    for name, repeat in PATTERN_REPEATS.items():      # the named patterns are repeats too
+        assert np.array_equal(purl_mask(name, 9, 5), purl_mask(repeat, 9, 5))
+    k3p1 = purl_mask("k3p1", 10, 3)
+    assert np.array_equal(k3p1[0], [False, False, False, True] * 2 + [False, False])
+    assert (k3p1 == k3p1[0]).all()
+    # "/" starts the next course up; counts of 1 may be left out; case, spaces, commas ignored
+    assert np.array_equal(purl_mask("K1, P1 / p k", 4, 4), purl_mask("seed", 4, 4))
+    two = purl_mask("k2p1/p3", 6, 4)
+    assert np.array_equal(two[0], [False, False, True] * 2) and two[1].all()
+    assert np.array_equal(two[2], two[0]) and two[3].all()
+    assert [r.tolist() for r in parse_repeat("k2p12")] == [[False] * 2 + [True] * 12]
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("k2x2", "'x' is neither k"), ("k0p2", "a count of 0"), ("", "course 1 .* is empty"),
+    ("k2/", "course 2 .* is empty"), ("2k", "'2' is neither"), ("k1000", "more than 999"),
+    ("cable", "'c' is neither")])
+def test_bad_repeats_are_refused_naming_the_problem(text, problem):
+    with pytest.raises(ValueError, match=problem):
+        purl_mask(text, 4, 4)
+    with pytest.raises(ValueError, match="give one of stockinette, garter, rib2x2, seed or a "
+                                         "repeat"):
+        knit_swatch(text, 4, 4, W, H, R)
+
+
 def test_purl_columns_of_the_rib_are_the_knit_columns_mirrored_in_depth():
     sw = knit_swatch("rib2x2", 8, 4, W, H, R)
     # the legs (points at mid-height of their loop) of a knit column stand in front (z > 0),
@@ -69,7 +95,7 @@ def test_purl_columns_of_the_rib_are_the_knit_columns_mirrored_in_depth():
     assert (mid & knit_cols & core).sum() > 4 and (mid & purl_cols & core).sum() > 4
 
 
-@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("pattern", PATTERNS + ("k3p1", "k1p3/k1p3/p1k3", "k/k/p/p"))
 @pytest.mark.parametrize("gauge", [(W, H), (5.0e-3, 4.0e-3)])
 def test_no_two_non_neighbouring_segments_are_closer_than_a_fifth_of_a_diameter(pattern, gauge):
     sw = knit_swatch(pattern, 8, 6, gauge[0], gauge[1], R)

@@ -6,7 +6,8 @@
     fps = 24.0                       # frames per second, > 0
     gravity = [0.0, 0.0, -9.81]      # [m/s²]
     [knit]
-    pattern = "rib2x2"               # stockinette, garter, rib2x2 or seed
+    pattern = "rib2x2"               # stockinette, garter, rib2x2, seed or a repeat such
+                                     # as "k3p1" or "k1p1/p1k1" (stitches.parse_repeat)
     stitches = [32, 42]              # stitches per course, courses
     yarn = "wool_worsted"            # yarn preset, or a table of YarnParams fields
                                      # ({ preset = "cotton_dk", radius = 1e-3 } or
@@ -43,7 +44,7 @@ from .damping import loop_regions
 from .dynamics import DEFAULT_TIME_STEP, YarnSimulation, YarnStepError
 from .presets import load_yarn_preset
 from .relax import relax_swatch
-from .stitches import PATTERNS, knit_swatch
+from .stitches import knit_swatch, purl_mask
 
 # Worsted gauge (18 stitches, 24 courses per 10 cm) in radii of Kaldor's 1.25 mm yarn.
 GAUGE_IN_RADII = (5.6e-3 / 1.25e-3, 4.2e-3 / 1.25e-3)
@@ -142,9 +143,12 @@ def parse_knit_scene(data: dict) -> KnitScene:
     for key in ("pattern", "stitches", "yarn"):
         if key not in knit:
             raise SceneError(f"knit.{key}", "missing")
-    if knit["pattern"] not in PATTERNS:
-        raise SceneError("knit.pattern", f"expected one of {', '.join(PATTERNS)}, got "
-                                         f"{knit['pattern']!r}")
+    if not isinstance(knit["pattern"], str):
+        raise SceneError("knit.pattern", f"expected a string, got {knit['pattern']!r}")
+    try:
+        purl_mask(knit["pattern"], 1, 1)
+    except ValueError as err:
+        raise SceneError("knit.pattern", str(err)) from None
     stitches, courses = _vector("knit.stitches", knit["stitches"], 2, _STITCHES)
     yarn = _yarn(knit["yarn"])
     gauge = tuple(_vector("knit.gauge", knit["gauge"], 2, _LENGTH)) if "gauge" in knit else \

@@ -34,6 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 PATTERNS = ("stockinette", "garter", "rib2x2", "seed")
+# The named patterns as repeats (parse_repeat): seen from the face, courses from the bottom
+PATTERN_REPEATS = {"stockinette": "k", "garter": "k/p", "rib2x2": "k2p2", "seed": "k1p1/p1k1"}
+# Most stitches in one course of a repeat
+_MAX_REPEAT = 999
 
 # Loop shape (fractions, chosen so the generated layout keeps non-neighbouring yarn segments
 # apart; tests/test_yarn_stitches.py checks the clearance).
@@ -45,22 +49,65 @@ _TURN_POINTS = 5         # points inside each edge half-loop
 _DEPTH = 1.3             # loop depth (z amplitude) in yarn radii
 
 
+def parse_repeat(text: str) -> list[np.ndarray]:
+    """A stitch pattern's repeat, written as knit and purl counts the way a knitter reads a
+    chart: ``"k2p2"`` is knit 2, purl 2 across every course (2×2 rib), ``/`` starts the next
+    course up (``"k/p"`` is garter, ``"k1p1/p1k1"`` seed), a count of 1 may be left out, case,
+    spaces and commas do not matter. Every course is read as seen from the swatch's face (a
+    chart, not the wrong-side rows of written instructions).
+
+    Returns:
+        one bool array per course of the repeat, True = purl, repeated across the course from
+        its first stitch; the courses repeat up the swatch from its first course.
+
+    Raises:
+        ValueError naming what is wrong.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"a repeat is text such as 'k2p2', not {text!r}")
+    rows = []
+    for n, row in enumerate(text.lower().replace(" ", "").replace(",", "").split("/")):
+        where = f"course {n + 1} of the repeat {text!r}"
+        if not row:
+            raise ValueError(f"{where} is empty")
+        stitches, i = [], 0
+        while i < len(row):
+            kind = row[i]
+            if kind not in "kp":
+                raise ValueError(f"{where}: {kind!r} is neither k (knit) nor p (purl)")
+            j = i + 1
+            while j < len(row) and row[j].isdigit():
+                j += 1
+            count = int(row[i + 1:j]) if j > i + 1 else 1
+            if count < 1:
+                raise ValueError(f"{where}: a count of {count}")
+            stitches.extend([kind == "p"] * count)
+            if len(stitches) > _MAX_REPEAT:
+                raise ValueError(f"{where} has more than {_MAX_REPEAT} stitches")
+            i = j
+        rows.append(np.array(stitches, bool))
+    return rows
+
+
 def purl_mask(pattern: str, stitches: int, courses: int) -> np.ndarray:
     """Which stitches are purl, (courses, stitches) bool, seen from the swatch's face (+z).
 
-    stockinette: none; garter: every other course; rib2x2: columns k2 p2; seed: a
-    checkerboard (k1 p1, shifted by one each course).
+    ``pattern`` is one of PATTERNS (stockinette: none; garter: every other course; rib2x2:
+    columns k2 p2; seed: a checkerboard, k1 p1 shifted by one each course) or a repeat such as
+    ``"k3p1"`` or ``"k1p1/p1k1"`` (parse_repeat).
     """
-    if pattern not in PATTERNS:
-        raise ValueError(f"unknown pattern {pattern!r} (one of {', '.join(PATTERNS)})")
-    j, i = np.meshgrid(np.arange(courses), np.arange(stitches), indexing="ij")
-    if pattern == "stockinette":
-        return np.zeros((courses, stitches), bool)
-    if pattern == "garter":
-        return j % 2 == 1
-    if pattern == "rib2x2":
-        return i % 4 >= 2
-    return (i + j) % 2 == 1
+    text = PATTERN_REPEATS.get(pattern, pattern)
+    try:
+        rows = parse_repeat(text)
+    except ValueError as err:
+        raise ValueError(f"unknown pattern {pattern!r}: give one of {', '.join(PATTERNS)} or "
+                         f"a repeat of knit and purl stitches such as 'k2p2' or 'k1p1/p1k1' "
+                         f"({err})") from None
+    mask = np.empty((courses, stitches), bool)
+    for j in range(courses):
+        row = rows[j % len(rows)]
+        mask[j] = row[np.arange(stitches) % len(row)]
+    return mask
 
 
 @dataclass(frozen=True)
@@ -121,7 +168,7 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
     """Lay out a flat swatch of ``stitches`` × ``courses`` loops in ``pattern``.
 
     Args:
-        pattern: one of PATTERNS.
+        pattern: one of PATTERNS or a repeat such as "k3p1" (purl_mask, parse_repeat).
         stitches: loops per course (≥ 1).
         courses: number of courses (rows, ≥ 1).
         stitch_width: w, loop spacing along the course [m] (gauge).

@@ -125,6 +125,38 @@ def test_bake_a_knit_swatch_hanging_from_its_top_course():
     assert obj.data.shape_keys is None and obj.modifiers["Yarn"].show_viewport
 
 
+def test_a_swatch_knit_from_a_repeat_keeps_it_and_bakes_from_it():
+    assert bpy.ops.cloth_solver.add_knit_swatch(
+        pattern="REPEAT", repeat="k1 p3", stitches=4, courses=3,
+        yarn="wool_worsted") == {"FINISHED"}
+    obj = bpy.context.view_layer.objects.active
+    s = obj.cloth_solver
+    assert (s.knit_pattern, s.knit_repeat) == ("REPEAT", "k1 p3")
+    S = solver()
+    r = S.load_yarn_preset("wool_worsted").radius
+    generated = S.knit_swatch("k1p3", 4, 3, *WORSTED, r)
+    assert (generated.purl == np.array([False, True, True, True])).all()
+    assert len(obj.data.vertices) == len(generated.positions)
+    labels = [text for kind, text in _draw_all(bpy.context) if kind == "label"]
+    assert "Repeat k1 p3, 4 × 3 stitches" in labels     # the panel names the repeat
+    scene = bpy.context.scene
+    scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = 1, 2
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert obj.cloth_solver.is_baked
+    # a repeat that is not one is refused by name, and nothing is added
+    count = len(bpy.data.objects)
+    with pytest.raises(RuntimeError, match="'q' is neither k .knit. nor p .purl."):
+        bpy.ops.cloth_solver.add_knit_swatch(pattern="REPEAT", repeat="k2q2", stitches=4,
+                                             courses=3, yarn="wool_worsted")
+    assert len(bpy.data.objects) == count
+    # nor baked, should the stored repeat be spoilt
+    before = key_state(obj)
+    s.knit_repeat = "k2 x"
+    with pytest.raises(RuntimeError, match="'x' is neither k"):
+        bpy.ops.cloth_solver.bake()
+    assert same_key_state(before, key_state(obj))
+
+
 def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypatch):
     obj = _add("GARTER", n=3, frames=(1, 2))
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
