@@ -244,14 +244,18 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         c = 2.0 * scale
         # sums of the samples' forces and stiffnesses weighted onto the four points, kept in
         # registers and written to the pair's slot once
-        fa0x = fa0y = fa0z = fa1x = fa1y = fa1z = 0.0
-        fb0x = fb0y = fb0z = fb1x = fb1y = fb1z = 0.0
-        ka0 = ka1 = kb0 = kb1 = 0.0
-        kss = ktt = kst = 0.0
+        # sums over the touching samples of the force f and of s·f and t·f (the shares of the
+        # segments' second ends; the first ends' are f − s·f, f − t·f), and likewise of the
+        # stiffness, kept in registers and written to the pair's slot once
+        ftx = fty = ftz = fsx = fsy = fsz = fbx = fby = fbz = 0.0
+        kt = ks = kb = kss = ktt = kst = 0.0
         e_pair = 0.0
         n_touch = 0
         d_low = 1.0
         f_normal = 0.0
+        push_scale = k_contact * scale * inv_diameter
+        c_t = c * k_dt
+        c_n = c * (k_dn - k_dt)
         for qa in range(n_quad):
             s = (qa + 0.5) / n_quad
             for qb in range(n_quad):
@@ -269,57 +273,51 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 d = dist * inv_diameter
                 id1 = diameter * inv
                 id2 = id1 * id1
-                f = id2 + d * d - 2.0
-                fp = -2.0 * id2 * id1 + 2.0 * d
-                e_pair += f
+                e_pair += id2 + d * d - 2.0
                 n_touch += 1
                 d_low = min(d_low, d)
                 kk = 6.0 * id2 * id2 + 2.0
-                ka0 += (1 - s) * kk
-                ka1 += s * kk
-                kb0 += (1 - t) * kk
-                kb1 += t * kk
+                kt += kk
+                ks += s * kk
+                kb += t * kk
                 kss += s * s * kk
                 ktt += t * t * kk
                 kst += s * t * kk
                 nx, ny, nz = dx * inv, dy * inv, dz * inv
                 # −dE/d(dist): positive pushes the second sample away from the first
-                push = -k_contact * scale * fp * inv_diameter
+                push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
                 f_normal += push * (nx * mx + ny * my + nz * mz)
                 uvx = vs[j, qb, 0] - vs[i, qa, 0]
                 uvy = vs[j, qb, 1] - vs[i, qa, 1]
                 uvz = vs[j, qb, 2] - vs[i, qa, 2]
-                vn = nx * uvx + ny * uvy + nz * uvz
-                fx = push * nx - c * (k_dt * uvx + (k_dn - k_dt) * vn * nx)
-                fy = push * ny - c * (k_dt * uvy + (k_dn - k_dt) * vn * ny)
-                fz = push * nz - c * (k_dt * uvz + (k_dn - k_dt) * vn * nz)
-                fa0x += (1 - s) * fx
-                fa0y += (1 - s) * fy
-                fa0z += (1 - s) * fz
-                fa1x += s * fx
-                fa1y += s * fy
-                fa1z += s * fz
-                fb0x += (1 - t) * fx
-                fb0y += (1 - t) * fy
-                fb0z += (1 - t) * fz
-                fb1x += t * fx
-                fb1y += t * fy
-                fb1z += t * fz
+                vn = c_n * (nx * uvx + ny * uvy + nz * uvz)
+                fx = push * nx - c_t * uvx - vn * nx
+                fy = push * ny - c_t * uvy - vn * ny
+                fz = push * nz - c_t * uvz - vn * nz
+                ftx += fx
+                fty += fy
+                ftz += fz
+                fsx += s * fx
+                fsy += s * fy
+                fsz += s * fz
+                fbx += t * fx
+                fby += t * fy
+                fbz += t * fz
         kscale = k_contact * scale / d2max
-        pk[m, 0] = ka0 * kscale
-        pk[m, 1] = ka1 * kscale
-        pk[m, 2] = kb0 * kscale
-        pk[m, 3] = kb1 * kscale
-        moments[k, 0] = (ka0 + ka1) * kscale
-        moments[k, 1] = ka1 * kscale
-        moments[k, 2] = kb1 * kscale
+        pk[m, 0] = (kt - ks) * kscale
+        pk[m, 1] = ks * kscale
+        pk[m, 2] = (kt - kb) * kscale
+        pk[m, 3] = kb * kscale
+        moments[k, 0] = kt * kscale
+        moments[k, 1] = ks * kscale
+        moments[k, 2] = kb * kscale
         moments[k, 3] = kss * kscale
         moments[k, 4] = ktt * kscale
         moments[k, 5] = kst * kscale
-        pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = -fa0x, -fa0y, -fa0z
-        pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fa1x, -fa1y, -fa1z
-        pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = fb0x, fb0y, fb0z
-        pf[m, 3, 0], pf[m, 3, 1], pf[m, 3, 2] = fb1x, fb1y, fb1z
+        pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = fsx - ftx, fsy - fty, fsz - ftz
+        pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fsx, -fsy, -fsz
+        pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = ftx - fbx, fty - fby, ftz - fbz
+        pf[m, 3, 0], pf[m, 3, 1], pf[m, 3, 2] = fbx, fby, fbz
         pe[m] = k_contact * scale * e_pair
         ptouch[m] = n_touch
         pdmin[m] = d_low
