@@ -4,9 +4,11 @@ this project's solver through the add-on, render it with Cycles on the CPU and s
 Scene: a cotton flag held along its hoist edge on a pole, flying in a gusty 5 m/s wind (gusts
 travel with the wind, so they ripple across it); a denim sheet falling over a sphere onto the
 floor (both are colliders); a sleeve sewn from two flat cotton panels around a horizontal arm
-(the mesh's loose edges are its seams, Sewing on). Writes into ``--out`` (default ``out/``):
-``demo.blend``, ``frames/frame_####.png``, ``demo.gif``, ``garment.png`` (close-ups of the
-sleeve at frames 1, 4, 8 and 48) and ``demo.json`` (timings).
+(the mesh's loose edges are its seams, Sewing on); a 2×2 rib cuff knitted yarn by yarn (Add >
+Knit Swatch, the yarn model) hanging from a needle, which a ball rolls into and out of again. Writes into
+``--out`` (default ``out/``): ``demo.blend``, ``frames/frame_####.png``, ``demo.gif``,
+``garment.png`` (close-ups of the sleeve at frames 1, 4, 8 and 48), ``knit.png`` (close-ups of
+the cuff at frames 1, 8, 16 and 48) and ``demo.json`` (timings).
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ def build_scene(bpy, np):
     # arm into a tube that hangs on it.
     garment = sleeve(bpy, np, material, ARM)
 
+    # Knit: a rib cuff on a needle, pushed by a ball (the yarn model, issue 23).
+    cuff = knit_cuff(bpy, material, KNIT)
+
     # Camera, light, world.
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
@@ -120,7 +125,7 @@ def build_scene(bpy, np):
     world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.55, 0.65, 0.8, 1)
     world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.7
     scene.world = world
-    return [flag, sheet, garment]
+    return [flag, sheet, garment], cuff
 
 
 ARM = ((-0.75, -1.25, 0.62), 0.07, 0.75)  # centre [m], radius [m], length [m] (axis along x)
@@ -167,17 +172,62 @@ def sleeve(bpy, np, material, arm):
     return obj
 
 
-def render_garment(bpy, scene, out: Path, frames=(1, 4, 8, 48)) -> Path:
-    """Close-ups of the sleeve at a few frames, side by side, into ``out/garment.png``."""
+# The cuff: where its middle starts [m], stitches and courses, yarn friction; the ball's radius
+# [m], how far [m] it rolls along +y into the cuff (from in front of its face), and the frames at
+# which it starts, is furthest in and is back.
+KNIT = ((0.25, -1.75, 0.32), (8, 10), 0.3, 0.012, 0.03, (1, 14, 28))
+
+
+def knit_cuff(bpy, material, knit):
+    """A 2×2 rib cuff of wool worsted made by Add > Knit Swatch (relaxed, its top course pinned
+    as on a needle), a needle for the eye, and a ball (a collider, keyframed) that rolls into
+    it from in front, pushing it back on its needle, and rolls back out."""
+    (cx, cy, cz), (stitches, courses), friction, radius, travel, (f0, f1, f2) = knit
+    scene = bpy.context.scene
+    scene.cursor.location = (cx, cy, cz)
+    bpy.ops.cloth_solver.add_knit_swatch(pattern="RIB2X2", stitches=stitches, courses=courses,
+                                         yarn="wool_worsted", friction=friction)
+    cuff = bpy.context.view_layer.objects.active
+    cuff.name = "Cuff"
+    xs = [v.co.x for v in cuff.data.vertices]
+    ys = [v.co.y for v in cuff.data.vertices]
+    zs = [v.co.z for v in cuff.data.vertices]
+    width = max(xs) - min(xs)
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.002, depth=1.5 * width, vertices=16,
+                                        location=(cx, cy, cz + max(zs) - 0.003),
+                                        rotation=(0.0, 1.5708, 0.0))
+    needle = bpy.context.object  # for the eye only: role None
+    needle.name = "Needle"
+    needle.data.materials.append(material("Needle", (0.45, 0.3, 0.15), 0.35))
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=radius,
+                                         location=(cx, cy + min(ys) - radius - 0.006,
+                                                   cz - 0.2 * (max(zs) - min(zs))))
+    ball = bpy.context.object
+    ball.name = "Ball"
+    bpy.ops.object.shade_smooth()
+    ball.data.materials.append(material("Ball", (0.2, 0.35, 0.6), 0.35))
+    ball.cloth_solver.role = "COLLIDER"
+    ball.cloth_solver.thickness = 0.001
+    ball.keyframe_insert("location", frame=f0)
+    ball.location.y += travel
+    ball.keyframe_insert("location", frame=f1)
+    ball.location.y -= travel
+    ball.keyframe_insert("location", frame=f2)
+    return cuff
+
+
+def render_closeup(bpy, scene, out: Path, name: str, eye, target, frames, lens=50) -> Path:
+    """Close-ups from ``eye`` towards ``target`` at a few frames, side by side, into
+    ``out/<name>.png``."""
     import mathutils
     from PIL import Image
-    (cx, cy, cz), _, _ = ARM
-    cam = bpy.data.objects.new("Garment Camera", bpy.data.cameras.new("Garment Camera"))
+    cam = bpy.data.objects.new(f"{name} camera", bpy.data.cameras.new(f"{name} camera"))
     scene.collection.objects.link(cam)
-    cam.location = (cx + 0.55, cy - 0.95, cz + 0.35)
-    look = mathutils.Vector((cx, cy, cz - 0.06)) - cam.location
+    cam.location = eye
+    look = mathutils.Vector(target) - cam.location
     cam.rotation_euler = look.to_track_quat("-Z", "Y").to_euler()
-    cam.data.lens = 50
+    cam.data.lens = lens
+    cam.data.clip_start = 0.005
     main_camera, scene.camera = scene.camera, cam
     r = scene.render
     size = r.resolution_x, r.resolution_y
@@ -185,7 +235,7 @@ def render_garment(bpy, scene, out: Path, frames=(1, 4, 8, 48)) -> Path:
     images = []
     for f in frames:
         scene.frame_set(f)
-        path = out / "frames" / f"garment_{f:04d}.png"
+        path = out / "frames" / f"{name}_{f:04d}.png"
         r.filepath = str(path)
         bpy.ops.render.render(write_still=True)
         images.append(Image.open(path).convert("RGB"))
@@ -194,8 +244,8 @@ def render_garment(bpy, scene, out: Path, frames=(1, 4, 8, 48)) -> Path:
     strip = Image.new("RGB", (240 * len(images), 240))
     for k, im in enumerate(images):
         strip.paste(im, (240 * k, 0))
-    strip.save(out / "garment.png")
-    return out / "garment.png"
+    strip.save(out / f"{name}.png")
+    return out / f"{name}.png"
 
 
 def render_settings(scene, out: Path, width: int, samples: int):
@@ -229,7 +279,7 @@ def main():
 
     dev_addon.enable(ROOT / ".cache" / "demo-blender-user")
     bpy.ops.wm.read_homefile(use_empty=True)
-    cloths = build_scene(bpy, np)
+    cloths, cuff = build_scene(bpy, np)
     scene = bpy.context.scene
 
     start = time.perf_counter()
@@ -251,8 +301,14 @@ def main():
         print(f"demo: rendered frame {f} -> {path.relative_to(out.parent)}", flush=True)
     render_s = time.perf_counter() - start
 
-    garment = render_garment(bpy, scene, out)
+    (cx, cy, cz), _, _ = ARM
+    garment = render_closeup(bpy, scene, out, "garment", (cx + 0.55, cy - 0.95, cz + 0.35),
+                             (cx, cy, cz - 0.06), (1, 4, 8, 48))
     print(f"demo: the sleeve at frames 1, 4, 8 and 48 -> {garment}", flush=True)
+    (kx, ky, kz) = KNIT[0]
+    knit = render_closeup(bpy, scene, out, "knit", (kx + 0.09, ky - 0.14, kz + 0.05),
+                          (kx, ky + 0.01, kz - 0.005), (1, 8, 16, 48))
+    print(f"demo: the knit cuff at frames 1, 8, 16 and 48 -> {knit}", flush=True)
 
     from PIL import Image
     images = [Image.open(p).convert("RGB") for p in paths]
@@ -265,6 +321,7 @@ def main():
         "resolution": [scene.render.resolution_x, scene.render.resolution_y],
         "samples": args.samples, "summary": scene.cloth_solver.last_report,
         "cloth_vertices": {o.name: len(o.data.vertices) for o in cloths},
+        "yarn_points": {cuff.name: len(cuff.data.vertices)},
     }
     (out / "demo.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"demo: {report['summary']}")

@@ -157,3 +157,25 @@ def test_contact_frequency_estimate_is_below_the_highest_and_gershgorin_above_it
     assert sim.stable_step() == pytest.approx(
         min(2 * safe, max(safe, 0.71 * 2 / np.sqrt(est))), rel=1e-9)
     assert sim.stable_step() > 1.2 * safe
+
+
+def test_no_step_is_cut_to_a_sliver_to_land_on_a_frame():
+    """A frame end just past a whole number of steps is reached by equal steps, not by a last
+    step of a few nanoseconds (a collider's push divided by it was kilometres per second)."""
+    x = np.stack([np.linspace(0.0, 0.02, 21), np.zeros(21), np.zeros(21)], axis=1)
+    sim = YarnSimulation(x, [0, 21], P, pins=[0], time_step=1.0 / 9600.0)   # no contact
+    taken = []
+    advance = sim._advance
+
+    def record(h, depth):
+        if depth == 0:
+            taken.append(h)
+        advance(h, depth)
+
+    sim._advance = record
+    end = 2.0001 * sim.h
+    while not sim.step_toward(end):
+        pass
+    assert sim.time == pytest.approx(end, rel=1e-12)
+    assert len(taken) == 3 and min(taken) > 0.5 * sim.h
+    assert max(taken) - min(taken) <= 1e-9 * sim.h

@@ -33,6 +33,7 @@ the limit: a margin for the penalty stiffening within the step); these halvings 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,8 @@ COLLIDER_ROUNDS = 2
 # margin of the Gershgorin bound's h = sqrt(m/k) (0.71 of its limit) for the penalty stiffening
 # within the step
 STABILITY_MARGIN = 0.71
+# Factorizations of the bending solve kept, by step length (step_toward uses one or two a frame)
+FACTOR_CACHE = 6
 # Rungs per halving of the ladder of shortened steps (step_toward): h·2^(−j/LADDER_RUNGS)
 LADDER_RUNGS = 8
 # Contact passes per estimate of the contact's highest frequency (stability.ContactFrequency)
@@ -218,7 +221,7 @@ class YarnSimulation:
         # step's start, so its check computes the next step's forces in the same pass
         self._contact_at: tuple | None = None
         self.K = bending_matrix(self.segments, P, params.bend_stiffness).tocsc()
-        self._factors: dict[float, object] = {}
+        self._factors: OrderedDict[float, object] = OrderedDict()
         self._frequency = ContactFrequency(self.mass, self.free) if estimate_frequency else None
         self._bound: tuple | None = None   # (contact pass it was found from, stable step)
         self._passes = 0                   # contact passes whose stable step was asked for
@@ -243,13 +246,18 @@ class YarnSimulation:
 
     # -- pieces of a step ------------------------------------------------------------------
     def _factor(self, h: float):
-        """LU of (M + h²K) over the free points, cached per step length."""
+        """LU of (M + h²K) over the free points, cached for the last FACTOR_CACHE step
+        lengths (a frame uses one or two)."""
         f = self._factors.get(h)
         if f is None:
             idx = np.nonzero(self.free)[0]
             A = sp.diags(self.mass) + (h * h) * self.K
             f = spla.splu(A[idx][:, idx].tocsc())
             self._factors[h] = f
+            if len(self._factors) > FACTOR_CACHE:
+                self._factors.popitem(last=False)
+        else:
+            self._factors.move_to_end(h)
         return f
 
     def _compliance(self, h: float) -> np.ndarray:
@@ -399,6 +407,7 @@ class YarnSimulation:
         moved = _largest_move(x, xn)
         g = self.guard * 2.0 * self.params.radius
         ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
+        self._rejected = (gap, moved)
         return xn, vn, gap, ok, its, worst, (f, lam, h)
 
     def _advance(self, h: float, depth: int) -> None:
@@ -414,10 +423,12 @@ class YarnSimulation:
         xn, vn, gap, ok, its, worst, last = tried
         if not ok:
             if depth >= self.max_halvings:
+                D = 2.0 * self.params.radius
+                gap, moved = self._rejected
                 raise YarnStepError(
                     f"t = {self.time:.6f} s: a step of {h:.3g} s still brings yarns within "
-                    f"{gap / (2 * self.params.radius):.3f} diameters or moves a point further than "
-                    f"{self.guard} diameters (guard)")
+                    f"{gap / D:.3f} diameters and moves a point {moved / D:.3g} diameters "
+                    f"(the guard is {self.guard} diameters for both)")
             self.stats.refinements += 1
             self._advance(h / 2, depth + 1)
             self._advance(h / 2, depth + 1)
@@ -440,26 +451,30 @@ class YarnSimulation:
     def step_toward(self, end: float) -> bool:
         """One step toward the time ``end`` [s]; True once the simulation has reached it.
 
-        The step is h, cut to land on ``end``, and shortened to the longest of h·2^(−j/n)
-        (n = ``LADDER_RUNGS``) within the contact's stable step where h is too long for it: a
-        tight spot then costs a few per cent more steps, not twice as many as halving
-        (docs/yarn.md, "Speed")."""
+        The steps left to ``end`` are made equal and no longer than h, or, where the contact
+        is too stiff for h, than the longest of h·2^(−j/n) (n = ``LADDER_RUNGS``) within its
+        stable step: a tight spot costs a few per cent more steps, not twice as many as
+        halving, and no step is shorter than half of that unless ``end`` is closer than it.
+        A last step cut short to land on ``end`` would be a hazard: a collider's push or a
+        projection's correction divided by a step of a microsecond is a velocity of
+        kilometres per second (a rib cuff swinging back into a ball failed so; docs/yarn.md,
+        "Speed")."""
         left = end - self.time
         if left <= 1e-9 * self.h:
             return True
-        h = self.h if left >= self.h * (1.0 - 1e-9) else left
         self.forces(self.x, self.v)   # the start's contact pass, which _try reuses
         bound = self.stable_step()
+        rung = self.h
         j = 0
-        rungs = LADDER_RUNGS * self.max_halvings
-        while h > bound and j < rungs:
+        while rung > bound and j < LADDER_RUNGS * self.max_halvings:
             j += 1
-            h = min(self.h * 2.0 ** (-j / LADDER_RUNGS), left)
+            rung = self.h * 2.0 ** (-j / LADDER_RUNGS)
+        h = left / max(1, int(np.ceil(left / rung - 1e-9)))
+        for known in self._factors:     # the same step as the last one, to rounding
+            if abs(known - h) <= 1e-9 * h and left - known > 1e-9 * self.h:
+                h = known
+                break
         self._advance(h, 0)
-        if len(self._factors) > rungs + 2:
-            # cut steps landing on a frame are one-offs: keep the ladder's factorizations only
-            ladder = {self.h * 2.0 ** (-i / LADDER_RUNGS) for i in range(rungs + 1)}
-            self._factors = {k: f for k, f in self._factors.items() if k in ladder}
         return end - self.time <= 1e-9 * self.h
 
     def advance(self, duration: float) -> None:
