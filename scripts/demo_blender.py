@@ -306,8 +306,8 @@ def main():
                              (cx, cy, cz - 0.06), (1, 4, 8, 48))
     print(f"demo: the sleeve at frames 1, 4, 8 and 48 -> {garment}", flush=True)
     (kx, ky, kz) = KNIT[0]
-    knit = render_closeup(bpy, scene, out, "knit", (kx + 0.09, ky - 0.14, kz + 0.05),
-                          (kx, ky + 0.01, kz - 0.005), (1, 8, 16, 48))
+    knit = render_closeup(bpy, scene, out, "knit", (kx + 0.12, ky - 0.07, kz + 0.03),
+                          (kx, ky + 0.012, kz - 0.008), (1, 8, 16, 48))
     print(f"demo: the knit cuff at frames 1, 8, 16 and 48 -> {knit}", flush=True)
 
     from PIL import Image
