@@ -21,8 +21,8 @@ drawn panels:
 - ``collider_collision_modifier.png``: the floor, a Collision modifier acting as a collider.
 - ``sewing.png``: the cloth with Sewing on (its sub-panel opened: it starts closed, like
   Blender's own Shape panel);
-- ``knit_swatch.png``: a 3 × 3 rib made by Add > Knit Swatch with Yarn Friction 0.3 (the
-  Yarn role's panel).
+- ``knit_swatch.png``: a 4 × 3 swatch of the repeat k3p1 made by Add > Knit Swatch with Yarn
+  Friction 0.3 (the Yarn role's panel).
 
 The pictures in docs/ui/ come from it; docs/ui/sewing.png is its bottom 154 px (the Sewing
 sub-panel alone).
@@ -148,8 +148,8 @@ def steps():
     bpy.utils.unregister_class(opened)
     bpy.utils.register_class(panel)  # as it was, for the add-on's own unregister
     with bpy.context.temp_override(window=win, screen=win.screen, area=area):
-        bpy.ops.cloth_solver.add_knit_swatch(pattern="RIB2X2", stitches=3, courses=3,
-                                             friction=0.3)
+        bpy.ops.cloth_solver.add_knit_swatch(pattern="REPEAT", repeat="k3p1", stitches=4,
+                                             courses=3, friction=0.3)
     yield 1.0
     shot("knit_swatch", win, area)
 
