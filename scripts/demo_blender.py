@@ -65,14 +65,7 @@ def build_scene(bpy, np):
     floor = grid("Floor", (2, 2), (8.0, 8.0), (0.0, 0.0, 0.0))
     floor.data.materials.append(material("Floor", (0.55, 0.55, 0.52), 0.8))
     floor.cloth_solver.role = "COLLIDER"
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=0.45,
-                                         location=(0.9, 0.0, 0.45))
-    sphere = bpy.context.object
-    sphere.name = "Sphere"
-    bpy.ops.object.shade_smooth()
-    sphere.data.materials.append(material("Sphere", (0.8, 0.35, 0.12), 0.35))
-    sphere.cloth_solver.role = "COLLIDER"
-    sphere.cloth_solver.thickness = 0.01
+    collider_sphere(bpy, material, "Sphere", 0.45, (0.9, 0.0, 0.45), (0.8, 0.35, 0.12), 0.01)
 
     # Flag: starts flat in the XZ plane, held along its hoist edge (x = -1.5 m, the pole) and
     # flying along +X with the wind; the gusts push on its faces and ripple it.
@@ -126,6 +119,19 @@ def build_scene(bpy, np):
     world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.7
     scene.world = world
     return [flag, sheet, garment], cuff
+
+
+def collider_sphere(bpy, material, name, radius, location, rgb, thickness):
+    """A smooth 32 × 16 UV sphere with the Collider role and ``thickness`` [m]."""
+    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=radius,
+                                         location=location)
+    obj = bpy.context.object
+    obj.name = name
+    bpy.ops.object.shade_smooth()
+    obj.data.materials.append(material(name, rgb, 0.35))
+    obj.cloth_solver.role = "COLLIDER"
+    obj.cloth_solver.thickness = thickness
+    return obj
 
 
 ARM = ((-0.75, -1.25, 0.62), 0.07, 0.75)  # centre [m], radius [m], length [m] (axis along x)
@@ -199,15 +205,9 @@ def knit_cuff(bpy, material, knit):
     needle = bpy.context.object  # for the eye only: role None
     needle.name = "Needle"
     needle.data.materials.append(material("Needle", (0.45, 0.3, 0.15), 0.35))
-    bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=radius,
-                                         location=(cx, cy + min(ys) - radius - 0.006,
-                                                   cz - 0.2 * (max(zs) - min(zs))))
-    ball = bpy.context.object
-    ball.name = "Ball"
-    bpy.ops.object.shade_smooth()
-    ball.data.materials.append(material("Ball", (0.2, 0.35, 0.6), 0.35))
-    ball.cloth_solver.role = "COLLIDER"
-    ball.cloth_solver.thickness = 0.001
+    ball = collider_sphere(bpy, material, "Ball", radius,
+                           (cx, cy + min(ys) - radius - 0.006, cz - 0.2 * (max(zs) - min(zs))),
+                           (0.2, 0.35, 0.6), 0.001)
     ball.keyframe_insert("location", frame=f0)
     ball.location.y += travel
     ball.keyframe_insert("location", frame=f1)
