@@ -351,7 +351,9 @@ class YarnSimulation:
                                    2.0 * self.params.radius))
 
     def _try(self, h: float):
-        """One unrefined step of length h from the current state: (x, v, clearance, ok)."""
+        """One unrefined step of length h from the current state: (x, v, clearance, largest
+        move, ok, projection iterations, violation, (forces, multipliers, h)), or None if h is
+        too long for the contact."""
         x, v = self.x, self.v
         f = self.forces(x, v)
         if h > self.stable_step():
@@ -407,8 +409,7 @@ class YarnSimulation:
         moved = _largest_move(x, xn)
         g = self.guard * 2.0 * self.params.radius
         ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
-        self._rejected = (gap, moved)
-        return xn, vn, gap, ok, its, worst, (f, lam, h)
+        return xn, vn, gap, moved, ok, its, worst, (f, lam, h)
 
     def _advance(self, h: float, depth: int) -> None:
         tried = self._try(h)
@@ -420,11 +421,10 @@ class YarnSimulation:
             self._advance(h / 2, depth + 1)
             self._advance(h / 2, depth + 1)
             return
-        xn, vn, gap, ok, its, worst, last = tried
+        xn, vn, gap, moved, ok, its, worst, last = tried
         if not ok:
             if depth >= self.max_halvings:
                 D = 2.0 * self.params.radius
-                gap, moved = self._rejected
                 raise YarnStepError(
                     f"t = {self.time:.6f} s: a step of {h:.3g} s still brings yarns within "
                     f"{gap / D:.3f} diameters and moves a point {moved / D:.3g} diameters "
