@@ -9,7 +9,9 @@ import pytest
 
 from solver.params import YarnParams
 from solver.yarn import YarnSimulation, knit_swatch, loop_regions
-from solver.yarn.contact import SegmentTree, contact_forces, contact_pass, min_clearance
+from solver.collision.closest import segment_segment
+from solver.yarn.contact import (NEIGHBOUR_GAP, SegmentTree, contact_forces, contact_pass,
+                                 min_clearance, near_pairs)
 from solver.yarn.stability import ContactFrequency, add_contact_stiffness, contact_springs
 
 P = YarnParams()
@@ -50,6 +52,34 @@ def test_fused_contact_pass_equals_forces_and_clearance():
     assert d2 == pytest.approx(d1, rel=1e-12) and gap2 == pytest.approx(gap1, rel=1e-12)
     assert np.abs(f2 - f1).max() <= 1e-12 * np.abs(f1).max()
     assert np.abs(k2 - k1).max() <= 1e-12 * np.abs(k1).max()
+    # the passes that skip the stiffness moments (all but the frequency estimate's) agree
+    f3, k3 = np.zeros_like(x), np.zeros(len(x))
+    e3, n3, d3, gap3 = contact_pass(*args, f3, k3, np.zeros(len(pairs)),
+                                    np.zeros((len(pairs), 2)), None)
+    assert (e3, n3, d3, gap3) == (e2, n2, d2, gap2)
+    assert np.array_equal(f3, f2) and np.array_equal(k3, k2)
+
+
+def test_near_pairs_keeps_the_non_neighbours_within_the_limit_in_order():
+    sw, x = _swatch()
+    s = YarnSimulation(x, sw.yarn_offsets, P).segments
+    D = 2 * P.radius
+    cand = SegmentTree(s.seg, x, P.radius, 0.5 * P.radius).pairs(x)
+    limit = 1.3 * D
+    expect = []
+    for i, j in cand:   # the definition, pair by pair
+        same_yarn = s.yarn[i] == s.yarn[j]
+        lo, hi = (i, j) if s.arc[i] <= s.arc[j] else (j, i)
+        if same_yarn and s.arc[hi] - (s.arc[lo] + s.rest[lo]) < NEIGHBOUR_GAP * D:
+            continue
+        d2, _, _ = segment_segment(*(tuple(x[q]) for q in (s.seg[i, 0], s.seg[i, 1],
+                                                             s.seg[j, 0], s.seg[j, 1])))
+        if np.sqrt(d2) < limit:
+            expect.append((i, j, np.sqrt(d2)))
+    kept, at = near_pairs(x, s.seg, s.rest, s.yarn, s.arc, cand, D, limit)
+    assert 100 < len(expect) < len(cand)
+    assert np.array_equal(kept, np.array([(i, j) for i, j, _ in expect]))
+    assert np.allclose(at, [d for _, _, d in expect], rtol=1e-12, atol=0)
 
 
 def test_reused_candidate_pairs_change_only_rounding():

@@ -144,7 +144,7 @@ def _samples(x, v, seg, n_quad, xs, vs):
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
                  n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
-                 slack=-1.0):
+                 slack=0.0):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
     pair before sampling when it is a diameter or more; sample positions and velocities are
@@ -157,16 +157,16 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     written per pair, for the friction of the step (``apply_friction``): ``normal_force`` (K,)
     [N], the penalty's push along the segments' closest-point direction (0 where the pair does
     not touch), and ``closest`` (K, 2), the segment parameters (s, t) of the closest points;
-    for the implicit contact of the step (implicit.py), ``moments`` (K, 6) [N/m]: the sums
-    over the pair's touching samples of k_q, k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q
-    the sample's stiffness k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only
-    column 0 is written, as 0, for a pair that does not touch).
+    for the estimate of the contact's highest frequency (stability.contact_springs),
+    ``moments`` (K, 6) [N/m] or None (not computed, ~7 % cheaper): the sums over the pair's
+    touching samples of k_q, k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's
+    stiffness k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is
+    written, as 0, for a pair that does not touch).
 
-    ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found: with
-    ``slack`` < 0 this pass is there and writes them (inf for neighbours); with ``slack`` ≥ 0
-    [m], how much closer any two segments can have come since (twice how far the points moved
-    apart: dynamics._spread), a pair found ``slack`` or more beyond a diameter is skipped
-    without its distance: it cannot touch.
+    ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found
+    (near_pairs) and ``slack`` [m] how much closer any two segments can have come since
+    (twice how far the points moved apart: dynamics._spread): a pair found ``slack`` or more
+    beyond a diameter is skipped without its distance, as it cannot touch.
 
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
@@ -190,20 +190,17 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         i = pairs[k, 0]
         j = pairs[k, 1]
         normal_force[k] = 0.0
-        moments[k, 0] = 0.0
+        if moments is not None:
+            moments[k, 0] = 0.0
         closest[k, 0] = 0.0
         closest[k, 1] = 0.0
         pd2[k] = d2max
-        if found_at is not None and slack >= 0.0 and found_at[k] - slack >= diameter:
+        if found_at is not None and found_at[k] - slack >= diameter:
             continue
         if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
-            if found_at is not None and slack < 0.0:
-                found_at[k] = np.inf
             continue
         d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
                                      load(x, seg[j, 0]), load(x, seg[j, 1]))
-        if found_at is not None and slack < 0.0:
-            found_at[k] = np.sqrt(d2)
         closest[k, 0] = cs
         closest[k, 1] = ct
         pd2[k] = min(d2, d2max)
@@ -280,9 +277,10 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                 kt += kk
                 ks += s * kk
                 kb += t * kk
-                kss += s * s * kk
-                ktt += t * t * kk
-                kst += s * t * kk
+                if moments is not None:
+                    kss += s * s * kk
+                    ktt += t * t * kk
+                    kst += s * t * kk
                 nx, ny, nz = dx * inv, dy * inv, dz * inv
                 # −dE/d(dist): positive pushes the second sample away from the first
                 push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
@@ -308,12 +306,13 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         pk[m, 1] = ks * kscale
         pk[m, 2] = (kt - kb) * kscale
         pk[m, 3] = kb * kscale
-        moments[k, 0] = kt * kscale
-        moments[k, 1] = ks * kscale
-        moments[k, 2] = kb * kscale
-        moments[k, 3] = kss * kscale
-        moments[k, 4] = ktt * kscale
-        moments[k, 5] = kst * kscale
+        if moments is not None:
+            moments[k, 0] = kt * kscale
+            moments[k, 1] = ks * kscale
+            moments[k, 2] = kb * kscale
+            moments[k, 3] = kss * kscale
+            moments[k, 4] = ktt * kscale
+            moments[k, 5] = kst * kscale
         pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = fsx - ftx, fsy - fty, fsz - ftz
         pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fsx, -fsy, -fsz
         pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = ftx - fbx, fty - fby, ftz - fbz
@@ -399,16 +398,71 @@ def apply_friction(x, xn, inv_mass, seg, pairs, normal_force, closest, h, mu):
     return stuck
 
 
-@njit
-def drop_neighbours(pairs, seg_yarn, seg_arc, seg_len, diameter):
-    """The candidate pairs (K, 2) without those of neighbouring segments of one yarn (closer
-    than ``NEIGHBOUR_GAP`` diameters along it, which never count as a contact): about 40 % of
-    what the tree finds in a knit, left out once per search instead of at every pass."""
+@njit(inline="always")
+def _length(x, seg, i):
+    """Length [m] of segment i at x."""
+    a, b = seg[i, 0], seg[i, 1]
+    return np.sqrt((x[b, 0] - x[a, 0]) ** 2 + (x[b, 1] - x[a, 1]) ** 2
+                   + (x[b, 2] - x[a, 2]) ** 2)
+
+
+@njit(parallel=True)
+def near_pairs(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter, limit):
+    """The candidate pairs (K, 2) that can touch before the next search, with their distances:
+    those of non-neighbouring segments (of different yarns, or ``NEIGHBOUR_GAP`` diameters or
+    more apart along one, which never count as a contact) whose exact segment–segment
+    distance at x is below ``limit`` [m]. In a knit the tree's boxes (grown by r + margin)
+    hand over about twice the pairs within 2r + 2·margin and 40 % of them are neighbours;
+    the contact passes until the next search visit only what is kept.
+
+    Returns:
+        (kept pairs (N, 2) in their order in ``pairs``, their distances (N,) [m] at x).
+    """
+    K = pairs.shape[0]
     gap = NEIGHBOUR_GAP * diameter
-    keep = np.empty(pairs.shape[0], np.bool_)
-    for k in range(pairs.shape[0]):
-        keep[k] = not _excluded(pairs[k, 0], pairs[k, 1], seg_yarn, seg_arc, seg_len, gap)
-    return pairs[keep]
+    dist = np.empty(K)
+    for k in prange(K):
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            dist[k] = np.inf
+            continue
+        # the midpoints' distance less the half lengths is a lower bound of the segments'
+        # distance, and a cheap one: it rejects most of the far pairs
+        dx = x[seg[j, 0], 0] + x[seg[j, 1], 0] - x[seg[i, 0], 0] - x[seg[i, 1], 0]
+        dy = x[seg[j, 0], 1] + x[seg[j, 1], 1] - x[seg[i, 0], 1] - x[seg[i, 1], 1]
+        dz = x[seg[j, 0], 2] + x[seg[j, 1], 2] - x[seg[i, 0], 2] - x[seg[i, 1], 2]
+        reach = 2.0 * limit + _length(x, seg, i) + _length(x, seg, j)
+        if dx * dx + dy * dy + dz * dz >= reach * reach:
+            dist[k] = np.inf
+            continue
+        d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                   load(x, seg[j, 0]), load(x, seg[j, 1]))
+        dist[k] = np.sqrt(d2)
+    # compacted in fixed chunks (counted, then filled, in parallel): the same order at every
+    # thread count
+    chunks = 64
+    size = (K + chunks - 1) // chunks
+    count = np.zeros(chunks + 1, np.int64)
+    for c in prange(chunks):
+        n = 0
+        for k in range(c * size, min(K, (c + 1) * size)):
+            if dist[k] < limit:
+                n += 1
+        count[c + 1] = n
+    for c in range(chunks):
+        count[c + 1] += count[c]
+    kept = np.empty((count[chunks], 2), pairs.dtype)
+    kept_at = np.empty(count[chunks])
+    for c in prange(chunks):
+        n = count[c]
+        for k in range(c * size, min(K, (c + 1) * size)):
+            if dist[k] < limit:
+                kept[n, 0] = pairs[k, 0]
+                kept[n, 1] = pairs[k, 1]
+                kept_at[n] = dist[k]
+                n += 1
+    return kept, kept_at
 
 
 @njit

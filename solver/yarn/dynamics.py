@@ -43,7 +43,7 @@ import scipy.sparse.linalg as spla
 from .._jit import njit
 from ..params import YarnParams
 from ..spec import Collider
-from .contact import SegmentTree, apply_friction, contact_pass, drop_neighbours, min_clearance
+from .contact import SegmentTree, apply_friction, contact_pass, min_clearance, near_pairs
 from .damping import filter_nonrigid
 from .stability import ContactFrequency, contact_springs
 from .colliders import YarnColliders
@@ -215,7 +215,7 @@ class YarnSimulation:
         self._last: tuple[np.ndarray, np.ndarray, float] | None = None
         self._stiffness = np.zeros(len(self.x))
         # the candidate pairs and the positions they were found at (reused within the margin)
-        self._pairs_at: tuple[np.ndarray, np.ndarray] | None = None
+        self._pairs_at: tuple | None = None   # (x₀, pairs, their distances at x₀)
         self._margin = float(pair_margin) * params.radius
         # contact forces at the end of the last tried step: an accepted step's end is the next
         # step's start, so its check computes the next step's forces in the same pass
@@ -224,7 +224,7 @@ class YarnSimulation:
         self._factors: OrderedDict[float, object] = OrderedDict()
         self._frequency = ContactFrequency(self.mass, self.free) if estimate_frequency else None
         self._bound: tuple | None = None   # (contact pass it was found from, stable step)
-        self._passes = 0                   # contact passes whose stable step was asked for
+        self._counted = 0                  # contact passes made
         self._ratio = 1.0                  # stable step over the Gershgorin bound's
         self.tree = SegmentTree(self.segments.seg, self.x, params.radius, self._margin)
         self.time = 0.0
@@ -284,7 +284,11 @@ class YarnSimulation:
         pairs, found_at, slack = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
-        mo = np.empty((len(pairs), 6))
+        # the stiffness moments are for the estimate of the contact's highest frequency only,
+        # made from every ESTIMATE_EVERY-th pass (without them a pass is ~7 % cheaper, docs/yarn.md)
+        mo = np.empty((len(pairs), 6)) if self._frequency is not None and \
+            self._counted % ESTIMATE_EVERY == 0 else None
+        self._counted += 1
         energy, _, _, gap = contact_pass(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
             p.contact_damping_normal, p.contact_damping_tangential, self.n_quad, f, k, fn, st,
@@ -304,8 +308,9 @@ class YarnSimulation:
         limit 2/ω_max of symplectic Euler (a margin for the penalty stiffening within the
         step), ω_max from stability.ContactFrequency's estimate, but never less than by the
         Gershgorin bound ω² ≤ max 2·k_i/m_i nor more than twice that. The estimate is made
-        every ``ESTIMATE_EVERY`` contact passes; in between, its ratio to the Gershgorin bound
-        carries over (the bound follows the stiffest spot from pass to pass)."""
+        from every ``ESTIMATE_EVERY``-th contact pass (those that keep the stiffness moments);
+        in between, its ratio to the Gershgorin bound carries over (the bound follows the
+        stiffest spot from pass to pass)."""
         c = self._contact_at
         if self._bound is not None and self._bound[0] is c:
             return self._bound[1]
@@ -313,14 +318,12 @@ class YarnSimulation:
         if not (k > 0).any():
             return np.inf
         safe = float(np.sqrt(self.mass[self.free][k > 0] / k[k > 0]).min())
-        if self._frequency is not None:
-            if self._passes % ESTIMATE_EVERY == 0:
-                _, _, _, _, pairs, _, st, mo = c[2]
-                lam = self._frequency.estimate(
-                    contact_springs(c[0], self.segments.seg, pairs, st, mo))
-                self._ratio = 1.0 if lam <= 0.0 else \
-                    min(2.0, max(1.0, STABILITY_MARGIN * 2.0 / np.sqrt(lam) / safe))
-            self._passes += 1
+        _, _, _, _, pairs, _, st, mo = c[2]
+        if mo is not None:
+            lam = self._frequency.estimate(
+                contact_springs(c[0], self.segments.seg, pairs, st, mo))
+            self._ratio = 1.0 if lam <= 0.0 else \
+                min(2.0, max(1.0, STABILITY_MARGIN * 2.0 / np.sqrt(lam) / safe))
         h = safe * self._ratio
         self._bound = (c, h)
         return h
@@ -329,19 +332,23 @@ class YarnSimulation:
         """Candidate segment pairs at x: those found at earlier positions x₀ while every point
         has moved the same to within the margin since (a superset of the pairs within 2r, see
         SegmentTree: a common translation changes no distance, so a falling swatch keeps its
-        pairs), else found anew at x; pairs of neighbouring segments of one yarn, which never
-        count as a contact, are left out when found. Also their distances at x₀ (written by the
-        first contact pass after they were found) and how much closer any two segments can
-        have come since x₀ (−1 when found at x): contact_pass skips the pairs too far to touch."""
+        pairs), else found anew at x; only pairs that can come within a diameter before the
+        next search are kept (contact.near_pairs). Also their distances at x₀ and how much
+        closer any two segments can have come since x₀: contact_pass skips the pairs too far
+        to touch."""
         at = self._pairs_at
         spread = -1.0 if at is None or at[0].shape != x.shape else _spread(x, at[0])
         if spread < 0.0 or spread >= self._margin:
             s = self.segments
-            found = drop_neighbours(self.tree.pairs(x), s.yarn, s.arc, s.rest,
-                                    2.0 * self.params.radius)
-            self._pairs_at = at = (x.copy(), found, np.full(len(found), -np.inf))
-            return found, at[2], -1.0
-        return at[1], at[2], 2.0 * spread
+            # only the pairs that can come within a diameter before the next search (slack
+            # below 2·margin) are kept: about a quarter of what the tree finds in a knit
+            found, found_at = near_pairs(x, s.seg, s.rest, s.yarn, s.arc, self.tree.pairs(x),
+                                         2.0 * self.params.radius,
+                                         2.0 * (self.params.radius + self._margin))
+            self._pairs_at = (x.copy(), found, found_at)
+            return found, found_at, 0.0
+        x0, found, found_at = at
+        return found, found_at, 2.0 * spread
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
