@@ -141,6 +141,12 @@ def _samples(x, v, seg, n_quad, xs, vs):
                 vs[k, q, r] = (1 - s) * v[a, r] + s * v[b, r]
 
 
+# Fixed pieces of the candidate list a contact pass works through in parallel, each summing
+# into its own force buffer: the sums, hence the results, are the same at every thread count.
+# More pieces balance the threads better but cost a buffer of (P, 4) each to clear and add.
+PASS_CHUNKS = 8
+
+
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
                  n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
@@ -151,17 +157,18 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     interpolated once per segment, and a sample pair's square distance rejects it before the
     square root.
 
-    Each pair's forces and stiffness shares are computed into per-pair slots in parallel and
-    added to ``force`` and ``stiffness`` in pair order afterwards, so the sums (and the result)
-    are the same at every thread count. Arguments and units as ``contact_forces``; also
-    written per pair, for the friction of the step (``apply_friction``): ``normal_force`` (K,)
-    [N], the penalty's push along the segments' closest-point direction (0 where the pair does
-    not touch), and ``closest`` (K, 2), the segment parameters (s, t) of the closest points;
-    for the estimate of the contact's highest frequency (stability.contact_springs),
-    ``moments`` (K, 6) [N/m] or None (not computed, ~7 % cheaper): the sums over the pair's
-    touching samples of k_q, k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's
-    stiffness k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is
-    written, as 0, for a pair that does not touch).
+    The pairs are worked through in ``PASS_CHUNKS`` fixed pieces, in parallel, each adding its
+    pairs' forces and stiffness shares in pair order into a buffer of its own; the buffers are
+    then added point by point in piece order, so the sums (and the result) are the same at
+    every thread count. Arguments and units as ``contact_forces``; also written per pair, for
+    the friction of the step (``apply_friction``): ``normal_force`` (K,) [N], the penalty's
+    push along the segments' closest-point direction (0 where the pair does not touch), and
+    ``closest`` (K, 2), the segment parameters (s, t) of the closest points; for the estimate
+    of the contact's highest frequency (stability.contact_springs), ``moments`` (K, 6) [N/m]
+    or None (not computed, ~7 % cheaper): the sums over the pair's touching samples of k_q,
+    k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's stiffness
+    k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is written, as 0,
+    for a pair that does not touch).
 
     ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found
     (near_pairs) and ``slack`` [m] how much closer any two segments can have come since
@@ -178,166 +185,154 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     gap = NEIGHBOUR_GAP * diameter
     w = 1.0 / (n_quad * n_quad)
     S = seg.shape[0]
+    P = x.shape[0]
     xs = np.empty((S, n_quad, 3))
     vs = np.empty((S, n_quad, 3))
     _samples(x, v, seg, n_quad, xs, vs)
     K = pairs.shape[0]
-    # first the exact distance of every candidate pair (the clearance), then the samples of
-    # the pairs closer than a diameter only (about a third of the candidates): per-pair slots
-    # for those few, not for every candidate, are what the pass allocates and sums
-    pd2 = np.empty(K)
-    for k in prange(K):
-        i = pairs[k, 0]
-        j = pairs[k, 1]
-        normal_force[k] = 0.0
-        if moments is not None:
-            moments[k, 0] = 0.0
-        closest[k, 0] = 0.0
-        closest[k, 1] = 0.0
-        pd2[k] = d2max
-        if found_at is not None and found_at[k] - slack >= diameter:
-            continue
-        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
-            continue
-        d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
-                                     load(x, seg[j, 0]), load(x, seg[j, 1]))
-        closest[k, 0] = cs
-        closest[k, 1] = ct
-        pd2[k] = min(d2, d2max)
-    best = d2max
-    T = 0
-    for k in range(K):
-        best = min(best, pd2[k])
-        if pd2[k] < d2max:
-            T += 1
-    near = np.empty(T, np.int64)
-    T = 0
-    for k in range(K):
-        if pd2[k] < d2max:
-            near[T] = k
-            T += 1
-    pf = np.empty((T, 4, 3))
-    pk = np.empty((T, 4))
-    pe = np.empty(T)
-    ptouch = np.empty(T, np.int64)
-    pdmin = np.empty(T)
-    for m in prange(T):
-        k = near[m]
-        i = pairs[k, 0]
-        j = pairs[k, 1]
-        cs = closest[k, 0]
-        ct = closest[k, 1]
-        # the closest points' direction, onto which the samples' pushes are summed
-        mx = (1 - ct) * x[seg[j, 0], 0] + ct * x[seg[j, 1], 0] \
-            - (1 - cs) * x[seg[i, 0], 0] - cs * x[seg[i, 1], 0]
-        my = (1 - ct) * x[seg[j, 0], 1] + ct * x[seg[j, 1], 1] \
-            - (1 - cs) * x[seg[i, 0], 1] - cs * x[seg[i, 1], 1]
-        mz = (1 - ct) * x[seg[j, 0], 2] + ct * x[seg[j, 1], 2] \
-            - (1 - cs) * x[seg[i, 0], 2] - cs * x[seg[i, 1], 2]
-        ml = np.sqrt(mx * mx + my * my + mz * mz)
-        if ml > 0.0:
-            mx, my, mz = mx / ml, my / ml, mz / ml
-        scale = seg_len[i] * seg_len[j] * w
-        c = 2.0 * scale
-        # sums of the samples' forces and stiffnesses weighted onto the four points, kept in
-        # registers and written to the pair's slot once
-        # sums over the touching samples of the force f and of s·f and t·f (the shares of the
-        # segments' second ends; the first ends' are f − s·f, f − t·f), and likewise of the
-        # stiffness, kept in registers and written to the pair's slot once
-        ftx = fty = ftz = fsx = fsy = fsz = fbx = fby = fbz = 0.0
-        kt = ks = kb = kss = ktt = kst = 0.0
-        e_pair = 0.0
-        n_touch = 0
+    C = PASS_CHUNKS
+    size = (K + C - 1) // C
+    buf = np.zeros((C, P, 4))     # per piece: force (3) [N] and stiffness share [N/m]
+    c_energy = np.zeros(C)
+    c_touch = np.zeros(C, np.int64)
+    c_dmin = np.ones(C)
+    c_best = np.full(C, d2max)
+    for c in prange(C):
+        energy = 0.0
+        touching = 0
         d_low = 1.0
-        f_normal = 0.0
-        push_scale = k_contact * scale * inv_diameter
-        c_t = c * k_dt
-        c_n = c * (k_dn - k_dt)
-        for qa in range(n_quad):
-            s = (qa + 0.5) / n_quad
-            for qb in range(n_quad):
-                dx = xs[j, qb, 0] - xs[i, qa, 0]
-                dy = xs[j, qb, 1] - xs[i, qa, 1]
-                dz = xs[j, qb, 2] - xs[i, qa, 2]
-                dd = dx * dx + dy * dy + dz * dz
-                if dd >= d2max or dd <= 1e-24 * d2max:
-                    continue
-                t = (qb + 0.5) / n_quad
-                # one root and one division per sample: f(d), f′(d), f″(d) and the normal
-                # from 1/dist (the same values as _penalty's, to rounding)
-                dist = np.sqrt(dd)
-                inv = 1.0 / dist
-                d = dist * inv_diameter
-                id1 = diameter * inv
-                id2 = id1 * id1
-                e_pair += id2 + d * d - 2.0
-                n_touch += 1
-                d_low = min(d_low, d)
-                kk = 6.0 * id2 * id2 + 2.0
-                kt += kk
-                ks += s * kk
-                kb += t * kk
-                if moments is not None:
-                    kss += s * s * kk
-                    ktt += t * t * kk
-                    kst += s * t * kk
-                nx, ny, nz = dx * inv, dy * inv, dz * inv
-                # −dE/d(dist): positive pushes the second sample away from the first
-                push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
-                f_normal += push * (nx * mx + ny * my + nz * mz)
-                uvx = vs[j, qb, 0] - vs[i, qa, 0]
-                uvy = vs[j, qb, 1] - vs[i, qa, 1]
-                uvz = vs[j, qb, 2] - vs[i, qa, 2]
-                vn = c_n * (nx * uvx + ny * uvy + nz * uvz)
-                fx = push * nx - c_t * uvx - vn * nx
-                fy = push * ny - c_t * uvy - vn * ny
-                fz = push * nz - c_t * uvz - vn * nz
-                ftx += fx
-                fty += fy
-                ftz += fz
-                fsx += s * fx
-                fsy += s * fy
-                fsz += s * fz
-                fbx += t * fx
-                fby += t * fy
-                fbz += t * fz
-        kscale = k_contact * scale / d2max
-        pk[m, 0] = (kt - ks) * kscale
-        pk[m, 1] = ks * kscale
-        pk[m, 2] = (kt - kb) * kscale
-        pk[m, 3] = kb * kscale
-        if moments is not None:
-            moments[k, 0] = kt * kscale
-            moments[k, 1] = ks * kscale
-            moments[k, 2] = kb * kscale
-            moments[k, 3] = kss * kscale
-            moments[k, 4] = ktt * kscale
-            moments[k, 5] = kst * kscale
-        pf[m, 0, 0], pf[m, 0, 1], pf[m, 0, 2] = fsx - ftx, fsy - fty, fsz - ftz
-        pf[m, 1, 0], pf[m, 1, 1], pf[m, 1, 2] = -fsx, -fsy, -fsz
-        pf[m, 2, 0], pf[m, 2, 1], pf[m, 2, 2] = ftx - fbx, fty - fby, ftz - fbz
-        pf[m, 3, 0], pf[m, 3, 1], pf[m, 3, 2] = fbx, fby, fbz
-        pe[m] = k_contact * scale * e_pair
-        ptouch[m] = n_touch
-        pdmin[m] = d_low
-        normal_force[k] = f_normal
+        best = d2max
+        for k in range(c * size, min(K, (c + 1) * size)):
+            i = pairs[k, 0]
+            j = pairs[k, 1]
+            normal_force[k] = 0.0
+            closest[k, 0] = 0.0
+            closest[k, 1] = 0.0
+            if moments is not None:
+                moments[k, 0] = 0.0
+            if found_at is not None and found_at[k] - slack >= diameter:
+                continue
+            if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+                continue
+            a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
+            d2, cs, ct = segment_segment(load(x, a0), load(x, a1), load(x, b0), load(x, b1))
+            closest[k, 0] = cs
+            closest[k, 1] = ct
+            if d2 >= d2max:
+                continue
+            best = min(best, d2)
+            # the closest points' direction, onto which the samples' pushes are summed
+            mx = (1 - ct) * x[b0, 0] + ct * x[b1, 0] - (1 - cs) * x[a0, 0] - cs * x[a1, 0]
+            my = (1 - ct) * x[b0, 1] + ct * x[b1, 1] - (1 - cs) * x[a0, 1] - cs * x[a1, 1]
+            mz = (1 - ct) * x[b0, 2] + ct * x[b1, 2] - (1 - cs) * x[a0, 2] - cs * x[a1, 2]
+            ml = np.sqrt(mx * mx + my * my + mz * mz)
+            if ml > 0.0:
+                mx, my, mz = mx / ml, my / ml, mz / ml
+            scale = seg_len[i] * seg_len[j] * w
+            # sums over the touching samples of the force f and of s·f and t·f (the shares of
+            # the segments' second ends; the first ends' are f − s·f, f − t·f), and likewise of
+            # the stiffness, kept in registers and added to the piece's buffer once
+            ftx = fty = ftz = fsx = fsy = fsz = fbx = fby = fbz = 0.0
+            kt = ks = kb = kss = ktt = kst = 0.0
+            e_pair = 0.0
+            f_normal = 0.0
+            push_scale = k_contact * scale * inv_diameter
+            c_t = 2.0 * scale * k_dt
+            c_n = 2.0 * scale * (k_dn - k_dt)
+            for qa in range(n_quad):
+                s = (qa + 0.5) / n_quad
+                for qb in range(n_quad):
+                    dx = xs[j, qb, 0] - xs[i, qa, 0]
+                    dy = xs[j, qb, 1] - xs[i, qa, 1]
+                    dz = xs[j, qb, 2] - xs[i, qa, 2]
+                    dd = dx * dx + dy * dy + dz * dz
+                    if dd >= d2max or dd <= 1e-24 * d2max:
+                        continue
+                    t = (qb + 0.5) / n_quad
+                    # one root and one division per sample: f(d), f′(d), f″(d) and the normal
+                    # from 1/dist (the same values as _penalty's, to rounding)
+                    dist = np.sqrt(dd)
+                    inv = 1.0 / dist
+                    d = dist * inv_diameter
+                    id1 = diameter * inv
+                    id2 = id1 * id1
+                    e_pair += id2 + d * d - 2.0
+                    touching += 1
+                    d_low = min(d_low, d)
+                    kk = 6.0 * id2 * id2 + 2.0
+                    kt += kk
+                    ks += s * kk
+                    kb += t * kk
+                    if moments is not None:
+                        kss += s * s * kk
+                        ktt += t * t * kk
+                        kst += s * t * kk
+                    nx, ny, nz = dx * inv, dy * inv, dz * inv
+                    # −dE/d(dist): positive pushes the second sample away from the first
+                    push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
+                    f_normal += push * (nx * mx + ny * my + nz * mz)
+                    uvx = vs[j, qb, 0] - vs[i, qa, 0]
+                    uvy = vs[j, qb, 1] - vs[i, qa, 1]
+                    uvz = vs[j, qb, 2] - vs[i, qa, 2]
+                    vn = c_n * (nx * uvx + ny * uvy + nz * uvz)
+                    fx = push * nx - c_t * uvx - vn * nx
+                    fy = push * ny - c_t * uvy - vn * ny
+                    fz = push * nz - c_t * uvz - vn * nz
+                    ftx += fx
+                    fty += fy
+                    ftz += fz
+                    fsx += s * fx
+                    fsy += s * fy
+                    fsz += s * fz
+                    fbx += t * fx
+                    fby += t * fy
+                    fbz += t * fz
+            if kt == 0.0:
+                continue
+            kscale = k_contact * scale / d2max
+            if moments is not None:
+                moments[k, 0] = kt * kscale
+                moments[k, 1] = ks * kscale
+                moments[k, 2] = kb * kscale
+                moments[k, 3] = kss * kscale
+                moments[k, 4] = ktt * kscale
+                moments[k, 5] = kst * kscale
+            energy += k_contact * scale * e_pair
+            normal_force[k] = f_normal
+            buf[c, a0, 0] += fsx - ftx
+            buf[c, a0, 1] += fsy - fty
+            buf[c, a0, 2] += fsz - ftz
+            buf[c, a0, 3] += (kt - ks) * kscale
+            buf[c, a1, 0] -= fsx
+            buf[c, a1, 1] -= fsy
+            buf[c, a1, 2] -= fsz
+            buf[c, a1, 3] += ks * kscale
+            buf[c, b0, 0] += ftx - fbx
+            buf[c, b0, 1] += fty - fby
+            buf[c, b0, 2] += ftz - fbz
+            buf[c, b0, 3] += (kt - kb) * kscale
+            buf[c, b1, 0] += fbx
+            buf[c, b1, 1] += fby
+            buf[c, b1, 2] += fbz
+            buf[c, b1, 3] += kb * kscale
+        c_energy[c] = energy
+        c_touch[c] = touching
+        c_dmin[c] = d_low
+        c_best[c] = best
+    for p in prange(P):
+        for c in range(C):
+            for r in range(3):
+                force[p, r] += buf[c, p, r]
+            stiffness[p] += buf[c, p, 3]
     energy = 0.0
     touching = 0
     d_min = 1.0
-    for m in range(T):
-        if ptouch[m] == 0:
-            continue
-        energy += pe[m]
-        touching += ptouch[m]
-        d_min = min(d_min, pdmin[m])
-        k = near[m]
-        i = pairs[k, 0]
-        j = pairs[k, 1]
-        pts = (seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1])
-        for q in range(4):
-            stiffness[pts[q]] += pk[m, q]
-            for r in range(3):
-                force[pts[q], r] += pf[m, q, r]
+    best = d2max
+    for c in range(C):
+        energy += c_energy[c]
+        touching += c_touch[c]
+        d_min = min(d_min, c_dmin[c])
+        best = min(best, c_best[c])
     return energy, touching, d_min, np.sqrt(best)
 
 

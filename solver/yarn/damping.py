@@ -59,6 +59,26 @@ def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
     return np.array(ptr, np.int64), np.array(pts, np.int64)
 
 
+@njit
+def _solve3(A, b):
+    """x (3,) with A·x = b for a 3 × 3 matrix A, by its adjugate (Cramer's rule): a region's
+    angular velocity from I·ω = L, ~20× cheaper than a LAPACK call per region."""
+    c00 = A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1]
+    c01 = A[1, 2] * A[2, 0] - A[1, 0] * A[2, 2]
+    c02 = A[1, 0] * A[2, 1] - A[1, 1] * A[2, 0]
+    det = A[0, 0] * c00 + A[0, 1] * c01 + A[0, 2] * c02
+    x = np.zeros(3)
+    if det == 0.0:      # a one-point region (its inertia underflows): no rotation to fit
+        return x
+    x[0] = (c00 * b[0] + (A[0, 2] * A[2, 1] - A[0, 1] * A[2, 2]) * b[1]
+            + (A[0, 1] * A[1, 2] - A[0, 2] * A[1, 1]) * b[2]) / det
+    x[1] = (c01 * b[0] + (A[0, 0] * A[2, 2] - A[0, 2] * A[2, 0]) * b[1]
+            + (A[0, 2] * A[1, 0] - A[0, 0] * A[1, 2]) * b[2]) / det
+    x[2] = (c02 * b[0] + (A[0, 1] * A[2, 0] - A[0, 0] * A[2, 1]) * b[1]
+            + (A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0]) * b[2]) / det
+    return x
+
+
 @njit(parallel=True)
 def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
     """Kaldor's non-rigid velocity filter (module docstring), in place on v (P, 3) [m/s].
@@ -118,7 +138,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         tr = inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
         for a in range(3):
             inertia[a, a] += 1e-9 * tr + 1e-300
-        w = np.linalg.solve(inertia, ang)
+        w = _solve3(inertia, ang)
         # one strength for the whole region: the region's momentum and angular momentum are
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
