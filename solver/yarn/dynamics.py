@@ -56,9 +56,9 @@ from .rods import Segments, bending_matrix, lumped_masses, project_lengths
 # frame at 24, 25 and 30 fps (400, 384, 320). Positions differ from 1/24000 s by the
 # first-order time error (docs/yarn.md, "Speed").
 DEFAULT_TIME_STEP = 1.0 / 9600.0
-# Most fast-projection iterations per step (to 1e-6 relative): a 42 × 32 hanging swatch needs
-# 11; a 5 × 5 seed stitch pinned along its whole top course 24-26, where a glued yarn end's
-# tie, projected between the tridiagonal solves, converges only linearly (20 left 1.1e-5)
+# Most fast-projection iterations per step (to 1e-6 relative): a 42 × 32 hanging swatch and a
+# 5 × 5 seed stitch pinned along its top course need 4 (3 solves and the check); 40 leaves
+# room for a collider's push far larger than a step's motion
 PROJECTION_ITERATIONS = 40
 # Inverse mass, as a share of its own, of a point a collider pushed in this step, for the
 # length projection that follows (docs/yarn.md, "Colliders")
