@@ -79,3 +79,29 @@ def test_depth_inside_spheres_planes_and_closed_meshes():
     assert depth([[0.5, 0.5, 0.8]]) == pytest.approx(0.2)   # 0.2 below the top face
     assert depth([[0.1, 0.5, 0.5]]) == pytest.approx(0.1)   # nearest: the x = 0 face
     assert depth([[1.5, 0.5, 0.5], [0.5, 0.5, 1.01]]) == 0.0  # outside
+
+
+def test_box_pairs_are_the_overlapping_query_boxes_and_faces():
+    """TriangleTree.box_pairs (the yarn's points against a mesh collider, without a tree over
+    the points) finds exactly the overlapping (box, face) pairs, in order of the box."""
+    rng = np.random.default_rng(3)
+    n = 12
+    u, v = np.meshgrid(np.linspace(-0.5, 0.5, n), np.linspace(-0.5, 0.5, n), indexing="xy")
+    X = np.stack([u.ravel(), v.ravel(), np.zeros(n * n)], axis=1)
+    X += rng.normal(scale=0.01, size=X.shape)
+    quads = [(j * n + i, j * n + i + 1, (j + 1) * n + i + 1, (j + 1) * n + i)
+             for j in range(n - 1) for i in range(n - 1)]
+    tris = np.array([t for a, b, c, d in quads for t in ((a, b, c), (a, c, d))], np.int64)
+    tree = TriangleTree(tris, X)
+    pad = np.full(len(tris), 0.02)
+    tree.refit(X, X, pad)
+    centres = rng.uniform(-0.6, 0.6, size=(300, 3)) * np.array([1.0, 1.0, 0.1])
+    lo, hi = centres - 0.03, centres + 0.03
+    got = tree.box_pairs(lo, hi)
+    f_lo = X[tris].min(axis=1) - 0.02
+    f_hi = X[tris].max(axis=1) + 0.02
+    overlap = ((lo[:, None, :] <= f_hi[None]) & (f_lo[None] <= hi[:, None, :])).all(axis=2)
+    expect = np.argwhere(overlap)
+    assert len(expect) > 50
+    assert np.all(np.diff(got[:, 0]) >= 0)
+    assert sorted(map(tuple, got)) == sorted(map(tuple, expect))

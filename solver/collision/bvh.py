@@ -211,14 +211,28 @@ class TriangleTree:
             return np.zeros((0, 2), np.int64)
         return self._run(other, False)
 
-    def _run(self, tree: "TriangleTree", self_query: bool) -> np.ndarray:
-        if len(self.tris) == 0:
+    def box_pairs(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Pairs (i, t) of query boxes i (lo, hi: (Q, 3) [m]) and triangles t of this tree
+        whose boxes overlap, (K, 2), in order of i: no tree is built over the queries (for
+        a few points tested against a mesh each step)."""
+        if len(self.tris) == 0 or len(lo) == 0:
             return np.zeros((0, 2), np.int64)
+        return self._run(self, False, np.arange(len(lo)), np.ascontiguousarray(lo),
+                         np.ascontiguousarray(hi))
+
+    def _run(self, tree: "TriangleTree", self_query: bool, q_order=None, q_lo=None,
+             q_hi=None) -> np.ndarray:
+        """Pairs of the query primitives (this tree's, or the boxes q_lo, q_hi in q_order)
+        with the triangles of ``tree``."""
+        if q_order is None:
+            if len(self.tris) == 0:
+                return np.zeros((0, 2), np.int64)
+            q_order, q_lo, q_hi = self.order, self.prim_lo, self.prim_hi
         counts = np.zeros(_CHUNKS, np.int64)
         while True:
             out = np.empty((_CHUNKS * self._cap, 2), np.int64)
-            _query(self.order, self.prim_lo, self.prim_hi, tree.left, tree.right, tree.first,
-                   tree.last, tree.order, tree.lo, tree.hi, self_query, self._cap, out, counts)
+            _query(q_order, q_lo, q_hi, tree.left, tree.right, tree.first, tree.last,
+                   tree.order, tree.lo, tree.hi, self_query, self._cap, out, counts)
             need = int(counts.max())
             if need <= self._cap:
                 return _compact(out, counts, self._cap)

@@ -183,6 +183,29 @@ def project_mesh(x_start, x, inv_mass, pairs, tris, m0, m1, tri_gap, tri_mu):
     return n
 
 
+@njit
+def _points_in_box(x_start, x, lo, hi):
+    """The points (indices (N,)) whose motion x_start → x (P, 3) [m] has a box overlapping
+    the box lo, hi (3,), and their boxes (N, 3), (N, 3)."""
+    keep = np.zeros(x.shape[0], np.bool_)
+    for i in range(x.shape[0]):
+        inside = True
+        for r in range(3):
+            a = min(x_start[i, r], x[i, r])
+            b = max(x_start[i, r], x[i, r])
+            if a > hi[r] or b < lo[r]:
+                inside = False
+        keep[i] = inside
+    near = np.nonzero(keep)[0]
+    p_lo = np.empty((near.shape[0], 3))
+    p_hi = np.empty((near.shape[0], 3))
+    for k in range(near.shape[0]):
+        for r in range(3):
+            p_lo[k, r] = min(x_start[near[k], r], x[near[k], r])
+            p_hi[k, r] = max(x_start[near[k], r], x[near[k], r])
+    return near, p_lo, p_hi
+
+
 class YarnColliders:
     """The colliders of a yarn simulation and where they are at any time.
 
@@ -201,7 +224,8 @@ class YarnColliders:
         self._tri_gap = np.zeros(0)
         self._tri_mu = np.zeros(0)
         self._mesh_tree = None
-        self._point_tree = None
+        self._states: dict[float, ColliderState] = {}
+        self._fitted: tuple[float, float] | None = None   # the step the mesh tree is fitted to
         if c.has_mesh:
             group = c.mesh_group[c.mesh_tris[:, 0]]
             self._tri_gap = c.mesh_gap[group]
@@ -213,11 +237,20 @@ class YarnColliders:
         return len(c.sphere_radius) + len(c.plane_gap) + int(c.mesh_group.max(initial=-1)) + 1
 
     def state(self, t: float) -> ColliderState:
-        """Where the colliders are at time t [s] (linear within a frame)."""
+        """Where the colliders are at time t [s] (linear within a frame); the last few are
+        kept, as a step asks for its start and end three times and the next step starts
+        where it ended."""
+        hit = self._states.get(t)
+        if hit is not None:
+            return hit
         c = self.set
         f = max(0.0, t * c.fps)
         i = min(int(f), c.frames - 1)
-        return c.frame(i + 1).at(min(1.0, f - i))
+        s = c.frame(i + 1).at(min(1.0, f - i))
+        self._states[t] = s
+        if len(self._states) > 4:
+            self._states.pop(next(iter(self._states)))
+        return s
 
     def project(self, x_start: np.ndarray, x: np.ndarray, inv_mass: np.ndarray, t0: float,
                 t1: float) -> int:
@@ -233,7 +266,10 @@ class YarnColliders:
             n += project_planes(x_start, x, inv_mass, s0.plane_points, s1.plane_points,
                                 c.plane_normal, c.plane_gap, c.plane_mu)
         if self._mesh_tree is not None:
-            pairs = self._mesh_pairs(x_start, x, s0.mesh_positions, s1.mesh_positions)
+            if self._fitted != (t0, t1):
+                self._mesh_tree.refit(s0.mesh_positions, s1.mesh_positions, self._tri_gap)
+                self._fitted = (t0, t1)
+            pairs = self._mesh_pairs(x_start, x)
             if len(pairs):
                 n += project_mesh(x_start, x, inv_mass, pairs, c.mesh_tris, s0.mesh_positions,
                                   s1.mesh_positions, self._tri_gap, self._tri_mu)
@@ -252,24 +288,22 @@ class YarnColliders:
             X = s.mesh_positions
             tree = self._mesh_tree
             tree.refit(X, X, np.zeros(len(c.mesh_tris)))
+            self._fitted = None     # no longer fitted to a step's sweep
             depth = max(depth, mesh_depth(x, X, c.mesh_tris, c.mesh_group[c.mesh_tris[:, 0]],
                                           c.mesh_closed, RAY, tree.left, tree.right,
                                           tree.first, tree.order, tree.lo, tree.hi))
         return float(depth)
 
-    def _mesh_pairs(self, x_start, x, m0, m1) -> np.ndarray:
-        """(point, face) pairs, sorted by point, whose swept boxes (faces grown by their gap)
-        overlap; only points inside the mesh colliders' box are put in a tree."""
-        self._mesh_tree.refit(m0, m1, self._tri_gap)
-        lo = np.minimum(m0.min(axis=0), m1.min(axis=0)) - self._tri_gap.max()
-        hi = np.maximum(m0.max(axis=0), m1.max(axis=0)) + self._tri_gap.max()
-        near = np.nonzero(((np.minimum(x_start, x) <= hi) & (np.maximum(x_start, x) >= lo))
-                          .all(axis=1))[0]
+    def _mesh_pairs(self, x_start, x) -> np.ndarray:
+        """(point, face) pairs, sorted by point, whose swept boxes (faces grown by their gap,
+        in the mesh tree as fitted to the step) overlap; only the points inside the tree's
+        root box are queried, each point's box against the faces' tree (building a tree over
+        the points every call cost more than the query: a cuff on a needle spent a quarter of
+        its bake there)."""
+        near, p_lo, p_hi = _points_in_box(x_start, x, self._mesh_tree.lo[0],
+                                          self._mesh_tree.hi[0])
         if len(near) == 0:
             return np.zeros((0, 2), np.int64)
-        points = np.repeat(near[:, None], 3, axis=1)
-        tree = TriangleTree(points, x_start)
-        tree.refit(x_start, x, np.zeros(len(near)))
-        pairs = tree.pairs_with(self._mesh_tree)
+        pairs = self._mesh_tree.box_pairs(p_lo, p_hi)
         pairs[:, 0] = near[pairs[:, 0]]
         return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
