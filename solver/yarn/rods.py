@@ -160,7 +160,7 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
     tie_c = np.empty(T)
     rows = np.full((T, 4), -1, np.int64)
     vals = np.zeros((T, 4))
-    U = np.empty((S, T))
+    U = np.empty((T, S))        # row t: A⁻¹ times the border's column t
     schur = np.empty((T, T))
     y = np.empty(T)
     worst = 0.0
@@ -231,13 +231,10 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
                             e[k, 0] * tie_e[t, 0] + e[k, 1] * tie_e[t, 1]
                             + e[k, 2] * tie_e[t, 2])
                         n += 1
-                for k in range(S):
-                    U[k, t] = 0.0
+                U[t, :] = 0.0
                 for m in range(n):
-                    U[rows[t, m], t] += vals[t, m]
-                col = np.ascontiguousarray(U[:, t])
-                _thomas_solve(off, cp, inv_den, col)
-                U[:, t] = col
+                    U[t, rows[t, m]] += vals[t, m]
+                _thomas_solve(off, cp, inv_den, U[t])
             for t in range(T):
                 y[t] = -tie_c[t]
                 for m in range(4):
@@ -254,7 +251,7 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
                                     + tie_e[t, 2] * tie_e[u, 2])
                     for m in range(4):
                         if rows[t, m] >= 0:
-                            d -= vals[t, m] * U[rows[t, m], u]
+                            d -= vals[t, m] * U[u, rows[t, m]]
                     schur[t, u] = d
             for t in range(T):
                 if inv_mass[ties[t, 0]] + inv_mass[ties[t, 1]] <= 0.0:
@@ -267,7 +264,7 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
             y[:] = np.linalg.solve(schur, y)
             for k in prange(S):
                 for t in range(T):
-                    rhs[k] -= U[k, t] * y[t]
+                    rhs[k] -= U[t, k] * y[t]
         for k in prange(S):
             lam[k] += rhs[k]
         for q in prange(P):
