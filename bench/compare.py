@@ -56,6 +56,7 @@ import numpy as np  # noqa: E402
 from bench_cloth import jit_seconds  # noqa: E402
 from bench_collision import check_positions, sphere_spec  # noqa: E402
 from plot_svg import write_loglog  # noqa: E402
+import figures  # noqa: E402
 from record import provenance, save_json  # noqa: E402
 from solver import SolverSettings  # noqa: E402
 from solver.diagnostics import edge_strain  # noqa: E402
@@ -222,7 +223,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scenes", nargs="+", choices=SCENES, default=list(SCENES))
     # 40 frames: the drape of the project's first measurements of Blender's Cloth; in the
     # first 24 the cloth is mostly in free fall or first contact, where Blender's frames cost
-    # about half as much (docs/design-notes.md, "Benchmark scenes and warm-up")
+    # about half as much (docs/solver.md, "Benchmark scenes and warm-up")
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=1,
                     help="run Blender and ours alternately this many times; report the median")
@@ -292,7 +293,8 @@ def main(argv=None) -> int:
         print(f"pipeline: {pipeline}", flush=True)
 
     save_json(args.json, {"rows": rows, "determinism": checks, "pipeline": pipeline,
-                          "jit": jit, "frames": args.frames})
+                          "jit": jit, "frames": args.frames,
+                          "figures": figures.compare(rows)})
     commit = provenance()["commit"]
     extra = {"bit-identical reruns": ", ".join(
         f"{c['scene']}/{c['solver']}: {'yes' if c['bit_identical'] else 'NO'}" for c in checks),

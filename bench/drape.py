@@ -31,8 +31,8 @@ Each preset and resolution is tested on several specimens (random starts, ``--se
 drapemeter result is a mean over specimens: one specimen's fold pattern moves its DC by a few
 points (silk at 10 mm: 35.3 to 39.9 % over seeds 0-3), more than the mesh does.
 
-It writes ``bench/results/drape_<date>.json`` (the table's figures and the run's settings),
-``bench/results/drape_<date>.npz`` (settled positions and triangles per run, for
+It writes ``bench/results/drape.json`` (the table's figures and the run's settings; the docs
+quote ``figures["<preset>_<edge mm>mm"]``), ``bench/results/drape.npz`` (settled positions and triangles per run, for
 ``scripts/render_drape.py``) and prints a markdown table.
 """
 
@@ -294,7 +294,7 @@ def main(argv=None):
                     help="specimens per preset and resolution, comma-separated random starts "
                          "(the table gives their mean; the first one's shapes are saved)")
     ap.add_argument("--out", default="bench/results")
-    ap.add_argument("--tag", default=None, help="file name suffix (default: today's date)")
+    ap.add_argument("--name", default="drape", help="result file name, without suffix")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--commit", default=None, help="record this solver commit (for a run from an "
                     "exported tree outside git)")
@@ -302,7 +302,6 @@ def main(argv=None):
     names = args.presets.split(",") if args.presets else list(list_presets())
     edges = [float(e) for e in args.edges.split(",")]
     seeds = [int(x) for x in args.seeds.split(",")]
-    tag = args.tag or _dt.date.today().isoformat()
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()
@@ -335,17 +334,18 @@ def main(argv=None):
     table = markdown_table(summary, names, edges)
     print(table)
     os.makedirs(args.out, exist_ok=True)
-    doc = {"date": tag, "commit": commit, "model": "implicit", "fps": 24.0,
+    doc = {"date": _dt.date.today().isoformat(), "commit": commit, "model": "implicit", "fps": 24.0,
            "specimen_radius_m": SPECIMEN_RADIUS, "disc_radius_m": DISC_RADIUS,
            "pixel_m": PIXEL, "fold_prominence_m": FOLD_PROMINENCE_M,
            "rest_criterion": RestCriterion().__dict__, "seeds": seeds,
            "bands": {k: list(v) for k, v in BANDS.items()}, "runs": runs, "summary": summary,
+           "figures": {f"{r['preset']}_{r['edge_m'] * 1000:.0f}mm": r for r in summary},
            "table": table,
            "machine": "shared 2-core VM (busy: wall times are indicative)",
            "uncommitted_solver_changes": dirty}
-    with open(os.path.join(args.out, f"drape_{tag}.json"), "w") as fh:
+    with open(os.path.join(args.out, f"{args.name}.json"), "w") as fh:
         json.dump(doc, fh, indent=1)
-    np.savez_compressed(os.path.join(args.out, f"drape_{tag}.npz"), **arrays)
+    np.savez_compressed(os.path.join(args.out, f"{args.name}.npz"), **arrays)
     return runs
 
 

@@ -18,7 +18,7 @@ The scene: a 24 x 24 cloth (2 m, implicit model, the default material) falling o
 sphere collider (32 x 16, r = 0.5 m); the bake is frames 1-2, i.e. one simulated frame.
 
 Usage: ``.venv/bin/python bench/first_bake.py [--zip dist/cloth_solver-...-linux_x64.zip]
-[--repeat N] [--json out.json]`` (without ``--zip`` it builds one from this checkout).
+[--repeat N] [--json bench/results/first_bake.json]`` (without ``--zip`` it builds one from this checkout).
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+import figures  # noqa: E402
+from record import save_json  # noqa: E402
+
 HIDDEN = ("numba", "llvmlite", "scipy")  # must come from the zip's wheels
 
 SESSION = r"""
@@ -165,7 +169,8 @@ def main(argv=None) -> int:
                       f"{r['install_to_frame_s']:6.1f} s; kernels loaded {r['cache_hits']}, "
                       f"compiled {r['cache_misses']}", flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"zip": str(zip_path), "runs": runs}, indent=1) + "\n")
+        save_json(args.json, {"zip": str(zip_path), "runs": runs,
+                              "figures": figures.first_bake(runs)})
     return 0
 
 

@@ -28,9 +28,9 @@ Measured for every run, independently of either solver's own report:
   scene (the bake's own SimulationSpec with 32 steps per frame, 4 Newton iterations, CG 1e-5);
 * determinism (ours): every round's bake gives bit-identical shape keys (``--rounds`` ≥ 2).
 
-    .venv/bin/python bench/headline.py --sizes 65 --frames 48 --rounds 2 --json out/headline.json
+    .venv/bin/python bench/headline.py --sizes 65 --frames 48 --rounds 2 --json bench/results/headline_4k.json
     .venv/bin/python bench/headline.py --sizes 65 129 --scenes sphere --no-search
-    .venv/bin/python bench/headline.py --sizes 65 --matched-from out/headline.json  # no search
+    .venv/bin/python bench/headline.py --sizes 65 --matched-from bench/results/headline_4k.json  # no search
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from blender_builtin import (
     grid_arrays,
     run_builtin,
 )
+import figures
 from record import provenance, save_json
 
 from solver.collision.pipeline import CollisionHandler
@@ -332,7 +333,7 @@ def main(argv=None) -> int:
     if args.json:
         options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
         save_json(args.json, {"provenance": provenance(), "args": options, "rows": rows,
-                              "markdown": table})
+                              "markdown": table, **figures.headline(rows)})
     return 0
 
 

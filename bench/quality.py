@@ -7,7 +7,7 @@ same scenes through ``blender_builtin.run_builtin`` (its defaults: Cotton, quali
 
 * Deviation: the largest distance of any vertex in any frame from a converged run of the same
   solver. Ours against 32 steps per frame, 4 Newton iterations, CG 1e-5 (the reference of
-  docs/benchmarks.md, "Accuracy and stretch"); Blender's quality 5 against its quality 80.
+  docs/benchmarks.md, "Final and Preview quality"); Blender's quality 5 against its quality 80.
 * Time: ``--rounds`` rounds, each running Final, Preview and Blender's defaults once in a
   rotating order (the machine is shared): per round the median ms per frame (frames 2..N) and
   the ratios Final / Preview and Blender / Preview; the table gives the medians over rounds
@@ -19,7 +19,7 @@ same scenes through ``blender_builtin.run_builtin`` (its defaults: Cotton, quali
   penetration. Counts are deterministic, times are not.
 
 ``--variant NAME:key=value,...`` adds our runs with other settings (deviation and counts only,
-for choosing Preview's bundle: docs/design-notes.md, "Preview quality").
+for choosing Preview's bundle: docs/solver.md, "Preview quality").
 
     .venv/bin/python bench/quality.py -n 65 --frames 40 --rounds 3 --json out/quality.json
     .venv/bin/python bench/quality.py -n 65 --scenes hanging --no-blender \\
@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))  # scenarios.py: set-ups with known answers
 
 from bench_collision import sphere_spec  # noqa: E402
+import figures  # noqa: E402
 from record import save_json  # noqa: E402
 from scenarios import hanging_cloth  # noqa: E402
 from solver import SolverSettings  # noqa: E402
@@ -49,7 +50,7 @@ from solver.formats.presets import load_preset  # noqa: E402
 from solver.simulation import simulate  # noqa: E402
 
 SCENES = ("hanging", "sphere")
-# The converged run ours is measured against (docs/benchmarks.md, "Accuracy and stretch")
+# The converged run ours is measured against (docs/benchmarks.md, "Final and Preview quality")
 CONVERGED = {"substeps": 32, "newton_iterations": 4, "cg_tolerance": 1e-5}
 BLENDER_CONVERGED_QUALITY = 80
 CACHE = ROOT / ".cache" / "bench-quality"
@@ -217,6 +218,7 @@ def main(argv=None) -> int:
             if values:
                 print(f"   {key}: median {np.median(values):.2f} "
                       f"({', '.join(f'{v:.2f}' for v in values)})", flush=True)
+    out["figures"] = figures.quality(out["scenes"])
     save_json(args.json, out)
     return 0
 

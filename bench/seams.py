@@ -1,6 +1,6 @@
 """Seams: the gap against frames, and what sewing costs per frame.
 
-    python bench/seams.py              # prints the tables of docs/design-notes.md, "Seams"
+    python bench/seams.py              # prints the tables of docs/solver.md, "Seams"
 
 Scenes (tests/test_seams.py's, finer): a tube sewn from two cotton panels 0.26 m apart around
 a horizontal cylinder (r = 0.1 m, self-collision), and two cotton panels 6 cm apart side by

@@ -12,7 +12,8 @@ Only objects that the view layer's depsgraph evaluates take part: an object excl
 view layer or disabled in viewports has no evaluated mesh (no modifiers, no animation), so it
 is skipped and named in the summary. A hidden object (the eye icon) is evaluated and bakes.
 
-Blender's own physics take part as docs/blender-conventions.md says (blender_physics.py):
+Blender's own physics take part as docs/user-guide.md ("Blender's own physics") says
+(blender_physics.py):
 objects with a Collision modifier are colliders, Wind and Turbulence fields add to the wind,
 Blender's Cloth modifier is left out while the scene is read. Lengths are converted by the
 scene's unit scale (units.py): the solver works in metres, the keys are written in Blender units.

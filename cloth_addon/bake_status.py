@@ -167,7 +167,7 @@ def _fcurves(key):
 
 def _mesh_array(mesh, attribute: str, field: str, collection, attr: str, n: int, dtype):
     """A mesh array through its generic attribute where this Blender has one (Blender 4+: much
-    faster than the loops' vertex_index; docs/design-notes.md, "Mesh arrays in the add-on"),
+    faster than the loops' vertex_index; docs/solver.md, "Mesh arrays in the add-on"),
     else the old accessor."""
     layer = mesh.attributes.get(attribute)
     buf = np.empty(n, dtype=dtype)

@@ -1,7 +1,7 @@
 """Blender's own physics settings as inputs to a bake: Collision modifiers as colliders, Wind and
 Turbulence force fields as wind, and Blender's Cloth modifier kept out of the way.
 
-The mapping and its assumptions are in docs/blender-conventions.md; in short:
+The mapping and its assumptions are in docs/user-guide.md, "Blender's own physics"; in short:
 
 - Collision modifier (object's role None): a collider with thickness = Collision > Thickness
   Outer (Blender units -> m) and friction coefficient = Collision > Friction / 100, because

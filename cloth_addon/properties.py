@@ -379,7 +379,7 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
         "use_force_fields": BoolProperty(
             name="Force Fields", default=True, update=scene_settings_changed,
             description="Wind and Turbulence force fields in the scene add to this wind "
-                        "(docs/blender-conventions.md)"),
+                        "(docs/user-guide.md, \"Force fields → wind\")"),
         "field_speed": FloatProperty(
             name="Speed per Strength (m/s)", default=0.01, min=0.0, max=1e3, precision=4,
             update=scene_settings_changed,

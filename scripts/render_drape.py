@@ -7,7 +7,7 @@ orthographic so that the columns line up; a grey disc marks the 18 cm clamp.
 Run (the bpy wheel of .venv, Cycles on the CPU):
 
     PYTHONPATH=. .venv/bin/python scripts/render_drape.py \\
-        --results bench/results/drape_2026-11-25 [--edge 5] [--samples 24] [--out docs/drape.png]
+        --results bench/results/drape [--edge 5] [--samples 24] [--out docs/drape.png]
 
 It reads ``<results>.json`` (the figures) and ``<results>.npz`` (settled positions and
 triangles, written by bench/drape.py).
@@ -162,7 +162,7 @@ def compose(top, oblique, labels, col_px, out):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--results", required=True, help="bench/results/drape_<date> (no suffix)")
+    ap.add_argument("--results", required=True, help="bench/results/drape (no suffix)")
     ap.add_argument("--edge", default="5", help="which resolution's shapes to show [mm]")
     ap.add_argument("--samples", type=int, default=24)
     ap.add_argument("--col", type=int, default=230, help="column width [px]")

@@ -1,7 +1,7 @@
 """Render docs/subdivision.png: the same coarse cloth (9 x 9 vertices, 1 m) dropped on a sphere,
 baked without (left, flat shaded) and with a Subdivision Surface modifier kept on top of the
 bake (right, level 2, smooth shaded): the bake simulates the cage, playback and render are
-smooth (docs/blender-conventions.md, "Modifiers on a cloth object").
+smooth (docs/user-guide.md, "Modifiers on a cloth object").
 
 A subdivided surface lies inside its cage where the cage bends over a convex collider, by
 about e²/(8R) for cage edges e on a radius R (6.5 mm here), so the right sphere's thickness is

@@ -4,7 +4,7 @@ fastmath leaves out ``nnan``/``ninf`` so the NaN checks that detect blow-ups kee
 ``reassoc`` so that a result does not depend on how a kernel was compiled: with it, code compiled
 fresh in a process and the same code loaded from numba's cache summed in different orders, and a
 drape diverged between a cold and a warm run (numba issue 10617 reports that cached and fresh
-parallel code are optimised differently; docs/design-notes.md, "fastmath policy").
+parallel code are optimised differently; docs/solver.md, "fastmath policy").
 Set ``NUMBA_DISABLE_JIT=1`` to run every kernel as plain Python (slow, but debuggable).
 """
 
@@ -20,7 +20,7 @@ import numba
 # or NUMBA_THREADING_LAYER_PRIORITY). A frame runs thousands of short parallel regions (a PCG
 # iteration has about ten). On a 2-core machine numba's default, TBB, made two threads slower
 # than one, and OpenMP's pool was the fastest. TBB and numba's own pool stay as fallbacks where
-# there is no OpenMP runtime (docs/design-notes.md, "Thread pool").
+# there is no OpenMP runtime (docs/solver.md, "Thread pool").
 if "NUMBA_THREADING_LAYER_PRIORITY" not in os.environ:
     numba.config.THREADING_LAYER_PRIORITY = ["omp", "tbb", "workqueue"]
 
@@ -41,7 +41,7 @@ def _libgomp_loaded() -> bool:
 # on the cores that the threads they waited for needed. At 3,000 spins a bake beside busy
 # processes gets about its fair share, and alone it runs as fast as with the default.
 # OMP_WAIT_POLICY=passive was as robust but slower alone. A user's own GOMP_SPINCOUNT or
-# OMP_WAIT_POLICY wins (docs/design-notes.md, "OpenMP spin count").
+# OMP_WAIT_POLICY wins (docs/solver.md, "OpenMP spin count").
 #
 # OPENMP_SPINS_LONG: the workers spin libgomp's default 300,000 times all the same, because
 # libgomp was loaded before this module (Debian's Blender 3.4 loads it at start); then

@@ -208,7 +208,7 @@ QUALITY_NAMES = ("final", "preview")
 # defaults to None, "the quality's value"; a value set explicitly (a keyword, a scene-file key)
 # wins over the bundle. SolverSettings.resolved() fills them in. Final is the accuracy the
 # other defaults were measured for; Preview's values and their measurements:
-# docs/design-notes.md, "Preview quality".
+# docs/solver.md, "Preview quality".
 QUALITIES: dict[str, dict[str, Any]] = {
     "final": {"newton_residual": 0.0},
     "preview": {"newton_residual": 0.1},
@@ -257,7 +257,7 @@ class SolverSettings:
         "(10x fewer iterations, see linalg/incomplete_cholesky.py), or a sparse factor reused while it "
         "stays accurate (fast for slow motion, draping and settle; see linalg/preconditioner.py)"})
     # 1e-3: a looser tolerance saves PCG iterations and stays as close to a converged run, but
-    # lets a stiff swinging sheet gain energy (docs/design-notes.md, "CG tolerance")
+    # lets a stiff swinging sheet gain energy (docs/solver.md, "CG tolerance")
     cg_tolerance: float = _spec(
         1.0e-3, "", "implicit: relative residual at which the conjugate gradient stops",
         0.0, 1.0, exclusive_min=True)

@@ -90,7 +90,7 @@ def limit_strain(x, edges, rest_length, inv_mass, tether_verts, tether_anchors, 
             if wi + wj == 0.0:
                 continue
             # scalars, not (3,) temporaries: those were allocated per edge, and a pass took
-            # ten times longer (docs/design-notes.md, "Strain limiter")
+            # ten times longer (docs/solver.md, "Strain limiter")
             dx, dy, dz = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
             l = np.sqrt(dx * dx + dy * dy + dz * dz)
             lmax = (1.0 + max_strain) * rest_length[e]

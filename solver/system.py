@@ -8,7 +8,7 @@ b = −h, so its matrix M − h²·K − h·D is J plus the masses, written once
 ``jacobians`` gives K and D apart (tests, the explicit model's step-size estimate). With
 ``constant_hinge_jacobian`` the hinges' blocks are the constant −k·Γ ⊗ I₃ of forces/bending.py,
 written as J's starting value, and the bending kernel computes forces only: it was a large
-share of an implicit frame while it added 16 blocks per hinge (docs/design-notes.md, "Constant
+share of an implicit frame while it added 16 blocks per hinge (docs/solver.md, "Constant
 bending Jacobian").
 """
 
@@ -28,7 +28,7 @@ from .model import ClothModel
 
 # Share of the bending hinges' couplings in the matrix the implicit solve's IC(0) factors
 # (linalg/incomplete_cholesky.py). All of them: IC(0) broke down on fine cloth; none: more PCG
-# iterations than 0.9; 0.95 still needed small shifts on fine cloth (docs/design-notes.md,
+# iterations than 0.9; 0.95 still needed small shifts on fine cloth (docs/solver.md,
 # "IC(0) hinge scaling").
 HINGE_COUPLING_IN_FACTOR = 0.9
 
@@ -78,7 +78,7 @@ class ForceSystem:
         self.force = np.zeros((V, 3))
         # float32: the PCG multiplies by it in float32 anyway (linalg/cg.py), the forces and the Newton
         # residual stay float64, and half the bytes make the scattered block additions faster
-        # (docs/design-notes.md, "Force kernels")
+        # (docs/solver.md, "Force kernels")
         self.J = np.zeros((nnzb, 3, 3), dtype=np.float32)
         self.energy_membrane = np.zeros(len(model.membrane_triangles) if membrane is not None
                                         else 0)

@@ -33,7 +33,7 @@ from ._jit import numba
 
 # A count is kept while the free cores stay within (count - DROP, count + RAISE): dropping a
 # thread early matters more (a preempted thread stalls every barrier) than adding one late
-# (docs/design-notes.md, "Thread governor").
+# (docs/solver.md, "Thread governor").
 DROP_MARGIN = 0.5
 RAISE_MARGIN = 0.75
 # Where OpenMP workers spin libgomp's default 300,000 times (_jit.OPENMP_SPINS_LONG), any

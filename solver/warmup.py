@@ -186,7 +186,8 @@ def warm_yarn() -> None:
     """What Add > Knit Swatch and its bake run, on a 3 × 2 swatch: the stitch layout, the
     relaxation (linear yarns, heavy damping; shortened: the kernels are the same at any length)
     and the simulation hanging from its top course, without and with a table below. After the
-    cloth scenes: a knit is the rarer first bake (docs/first-bake.md)."""
+    cloth scenes: a knit is the rarer first bake (docs/solver.md, "numba's cache and the first
+    bake")."""
     from .yarn import YarnSimulation, knit_swatch, load_yarn_preset, loop_regions, relax_swatch
 
     params = load_yarn_preset("wool_worsted")

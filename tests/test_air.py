@@ -1,7 +1,7 @@
 """Air: drag through the cloth's normal and gusts that travel with the wind, for both models.
 
 The figures each scenario gives (old isotropic drag against the present model) are in
-docs/design-notes.md, "Air"; ``python tests/test_air.py`` prints them.
+docs/solver.md, "Air"; ``python tests/test_air.py`` prints them.
 """
 
 import dataclasses
@@ -134,7 +134,7 @@ def test_gusts_are_seeded_have_the_asked_rms_and_travel_with_the_wind():
     np.testing.assert_array_equal(wind_field(steady, x, 3.0), np.broadcast_to(w.velocity, x.shape))
 
 
-if __name__ == "__main__":  # the figures recorded in docs/design-notes.md, "Air"
+if __name__ == "__main__":  # the figures recorded in docs/solver.md, "Air"
     for m in MODELS:
         t0 = time.perf_counter()
         z = falling_sheet(m, False, 48)

@@ -175,7 +175,7 @@ def test_demo_drape_over_a_uv_sphere_above_a_floor_quad_keeps_the_strain_limit()
     # an 8 m floor of two triangles, with self-collision, through the first 14 frames
     # (landing, and the sides sliding down over the facets). Cloth sliding over the facets
     # must not be pushed back along the surface and stretched (that reached 8-26% max strain
-    # by frame 14 over 3 wind seeds; docs/design-notes.md, "Narrow phase").
+    # by frame 14 over 3 wind seeds; docs/solver.md, "Narrow phase").
     from solver.formats.presets import load_preset
     from solver.spec import Wind
 
@@ -353,7 +353,7 @@ def test_two_sheets_dropped_onto_each_other_with_contacts_in_the_solve(monkeypat
     never passes through it nor into the colliders, as without them. What they save the
     pipeline after the solve is not asserted: on this scene it swings either way with the
     bending stiffness (repeated resolves without / with, bend 8.5e-6 ... 1.2e-5 N·m: 2/7, 0/11,
-    2/9, 50/5, 85/8, 4/5; docs/benchmarks.md, "Self-collision: where the time goes")."""
+    2/9, 50/5, 85/8, 4/5; docs/tried-and-dropped.md, "Self-collision: where the time goes")."""
     from solver.collision import pipeline
     from solver.formats.presets import load_preset
 

@@ -153,6 +153,6 @@ def _stiff_swing(**settings):
 
 def test_preview_stays_dissipative_on_stiff_fabric_where_one_newton_iteration_does_not():
     """Why Preview stops on the residual instead of always after one iteration: measured
-    gains 0 J for Preview and 5.7e-4 J for one iteration per step (design-notes)."""
+    gains 0 J for Preview and 5.7e-4 J for one iteration per step (docs/solver.md, "Preview quality")."""
     assert _stiff_swing(quality="preview") <= 1e-9
     assert _stiff_swing(newton_iterations=1) > 1e-5

@@ -259,7 +259,7 @@ def test_sew_lines_pairs_two_edges_vertex_by_vertex_facing_each_other():
 
 
 def test_the_sleeve_example_loads_and_its_seams_start_closing():
-    """examples/sleeve.toml (README, Sewing): its seams join the two panels' long edges."""
+    """examples/sleeve.toml (docs/user-guide.md, "Sewing"): its seams join the two panels' long edges."""
     from pathlib import Path
     spec = load_scene(Path(__file__).resolve().parent.parent / "examples" / "sleeve.toml")
     seams = spec.cloth.seams

@@ -7,7 +7,7 @@ that kept falling, so a coarse cloth landing at frame-sized steps came out badly
 left to the next step those stretched edges pulled the cloth back into the collider, which
 pushed it out again: the cycle pumped energy until the cloth tore through. Friction applied
 after the solve does the same tangentially: it stops the contact vertices but not their
-neighbours, stretching the cloth by about μ·g·h² per step (docs/design-notes.md, "Contacts
+neighbours, stretching the cloth by about μ·g·h² per step (docs/solver.md, "Contacts
 inside the implicit solve").
 
 So the vertices that reach a collider during the step get, in the solve:

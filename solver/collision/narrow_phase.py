@@ -16,7 +16,7 @@ NEARBY (for the implicit solve's contact prediction): every cloth vertex against
 collider face within its contact distance of the swept boxes, with its closest points at the
 start, whatever its motion (the caller picks and predicts). The other feature pairs were once
 tested and dropped by the caller, which nearly doubled the narrow phase's time
-(docs/design-notes.md, "Narrow phase").
+(docs/solver.md, "Narrow phase").
 REPULSION (Bridson's repulsion stage, after a step): cloth/collider pairs that end the step
 closer than their contact distance ask for it along the direction between their closest points
 at the end. The start normal would be wrong there: when cloth slides over a faceted collider
@@ -27,8 +27,8 @@ pair that touches during the step (the continuous test) or whose closest directi
 went through, or into the gap, on its way: it keeps the start normal, which says which side it
 belongs on. Cloth/cloth pairs keep the start normal and ask for the distance when they end
 closer along it: layers piled on the floor are stretched by these pushes either way (more with
-end normals; docs/design-notes.md, "Narrow phase"), a separate, known limitation (README,
-Collisions).
+end normals; docs/solver.md, "Narrow phase"), a separate, known limitation (docs/solver.md,
+"Collisions").
 CONTINUOUS: pairs that touch (within a tolerance) during the linear motion x0 → x1 ask for a
 small positive gap along the normal of the first touch.
 
@@ -36,7 +36,7 @@ Cost: the swept-box test of each feature pair was most of a pass when it gathere
 points' coordinates itself; it now compares boxes computed once per pass for every point,
 triangle and edge. The proximity pass also runs the continuous test on the same path
 (run_with_collisions), so the first continuous round after the pushes tests only the pairs they
-moved (docs/design-notes.md, "Narrow phase").
+moved (docs/solver.md, "Narrow phase").
 """
 
 from __future__ import annotations
@@ -434,7 +434,7 @@ class PairTester:
                  np.empty((len(self.edges), 6)))
         # only the boxes of the pairs' features: most calls are filtered passes (the CCD rounds
         # after pushes and the resolves after the strain limiter), which keep a small share of
-        # the pairs and triangles (docs/design-notes.md, "Narrow phase")
+        # the pairs and triangles (docs/solver.md, "Narrow phase")
         swept_boxes(x0, x1, self.tris, self.own_v, self.own_e, self.edges, used, *boxes)
         while True:
             size = _CHUNKS * self._cap

@@ -42,12 +42,12 @@ CCD_ROUNDS = 8          # detect-and-respond rounds before impact zones take ove
 ZONE_ROUNDS = 50        # impact-zone growth rounds before the step gives up (and reports it)
 ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the CCD rounds
 # [m] growth of the candidate boxes, so that later rounds and repeated resolves of a step reuse
-# the pairs: fewer tree queries, with the same drape bit for bit (docs/design-notes.md,
+# the pairs: fewer tree queries, with the same drape bit for bit (docs/solver.md,
 # "Candidate pair reuse")
 SLACK = 2e-3
 # Cloth–cloth contacts predicted at a step's start can also enter the implicit solve, as
 # collider contacts do. Off: they cut the resolves repeated after the strain limiter, but the
-# 4k self-colliding drape took 1.2× as long (more implicit solves; docs/design-notes.md,
+# 4k self-colliding drape took 1.2× as long (more implicit solves; docs/solver.md,
 # "Cloth–cloth contacts inside the implicit solve")
 SELF_CONTACTS_IN_SOLVE = False
 
@@ -327,7 +327,7 @@ class CollisionHandler:
             # face's closest point (on its boundary) runs along the surface, and predicting
             # along it made cloth sliding over a faceted sphere look as if it dived in; the
             # deepest of those predictions was kept, and held vertices far above the sphere
-            # (docs/design-notes.md, "Contact prediction")
+            # (docs/solver.md, "Contact prediction")
             pick = closest_per_vertex(idx[:, 0], self.group[idx[:, 1]], rec[:, D0], V,
                                       self._mesh_count)
             idx, rec = idx[pick], rec[pick]
@@ -379,7 +379,7 @@ class CollisionHandler:
         margin = rec[:, D0] + h * np.sum(rel * n, axis=1) - rec[:, GAP]
         # only a point that itself moves towards the other side: one that the other side
         # comes down onto would be pushed ahead of it: the lower of two sheets dropped onto each
-        # other went 1.25 mm into the floor's contact distance so (docs/design-notes.md,
+        # other went 1.25 mm into the floor's contact distance so (docs/solver.md,
         # "Cloth–cloth contacts inside the implicit solve")
         keep = (margin < 0.0) & (np.sum(U[idx[:, 0]] * n, axis=1) < 0.0)
         idx, rec, n, surface, margin = idx[keep], rec[keep], n[keep], surface[keep], margin[keep]
@@ -396,7 +396,7 @@ class CollisionHandler:
         later round of the same step, a repeated resolve of it, or the resolve after the
         implicit solve's last contact prediction (its path is the solved one) then needs no
         tree query. Keys by value let several times more calls reuse pairs than keys by object
-        identity did (docs/design-notes.md, "Candidate pair reuse")."""
+        identity did (docs/solver.md, "Candidate pair reuse")."""
         P1 = P0 + h * U
         V = self.V
         with_self = with_self and self.self_collision

@@ -129,7 +129,7 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, c
             g = np.empty((4, 3))  # ∇θ, one buffer per run
             for h in range(run_start[run], run_start[run + 1]):
                 # written out in full: a shared per-hinge helper ran several times slower
-                # (docs/design-notes.md, "Force kernels")
+                # (docs/solver.md, "Force kernels")
                 i0, i1, i2, i3 = hinges[h, 0], hinges[h, 1], hinges[h, 2], hinges[h, 3]
                 theta = _hinge_theta_grad(x, i0, i1, i2, i3, g)
                 if np.isnan(theta):  # degenerate: no force, no stiffness

@@ -5,7 +5,7 @@ air viscosity: the relative air velocity's normal component is braked by pressur
 (air_drag × vertex area, the presets' linearised ½·ρ_air·C_d·v_ref), its tangential part only by
 skin friction, TANGENTIAL_DRAG_RATIO times as strong. So a sheet falling flat reaches
 ρ_A·g/air_drag while one falling edge-on is barely braked, and a flag is pushed by the gusts that
-hit its face (docs/design-notes.md, "Air").
+hit its face (docs/solver.md, "Air").
 """
 
 import numpy as np
@@ -16,7 +16,7 @@ from .._jit import njit, prange
 # laminar skin friction of a flat plate (Blasius: 2 × 1.328/√Re) at the presets' reference speed
 # of 1 m/s over 0.2–1 m of cloth (Re 1.3e4–6.7e4) is 0.010–0.023, against C_d ≈ 1.0–1.2 of a
 # plate broadside on (the presets take C_d = 1); a woven surface is rougher and lets some air
-# through, so the upper end, rounded: 0.03 (docs/design-notes.md, "Air").
+# through, so the upper end, rounded: 0.03 (docs/solver.md, "Air").
 TANGENTIAL_DRAG_RATIO = 0.03
 
 # Random Fourier modes of the gust field; their wavelengths are 2–4 × turbulence_scale, so a

@@ -56,7 +56,7 @@ def _membrane_element(t, x, v, tris, coef_u, coef_v, area, stiff, want_jac, cK, 
         energy[t] = 0.0
         return
     # Scalars and tuples only: per-triangle array temporaries cost more than the maths
-    # (docs/design-notes.md, "Force kernels").
+    # (docs/solver.md, "Force kernels").
     k_u, k_v, k_s = stiff[t, 0], stiff[t, 1], stiff[t, 2]
     c_u, c_v, c_s = stiff[t, 3], stiff[t, 4], stiff[t, 5]
     i0, i1, i2 = tris[t, 0], tris[t, 1], tris[t, 2]

@@ -15,7 +15,7 @@ The Jacobian. The exact ∂f_i/∂x_j is P/s·(I − d·dᵀ/s²) (s = √(l² +
 the pair only P·δ²/s³, which vanishes across a gap much wider than δ. Newton's linear model
 then sees no resistance along the seam, its step overshoots by metres, and with the implicit
 model's 2 iterations per step a cotton seam (δ = 0.3 mm) stayed 3–4 mm open, frame after frame
-(0.01 mm with 10 iterations; docs/design-notes.md, "Seams"). The solve uses the secant
+(0.01 mm with 10 iterations; docs/solver.md, "Seams"). The solve uses the secant
 stiffness P/s·I instead: symmetric positive definite, equal to the exact Jacobian where the
 seam is closed (l = 0; within (l/δ)² of it for l < δ) and above it elsewhere, so each Newton
 iteration moves a wide seam most of the way shut. The force, and so the solution, is exact.

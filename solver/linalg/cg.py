@@ -155,7 +155,7 @@ def mpcg(asm, blocks, b, filt, z, precond, weights, tol, max_iter, x,
             solver is float32 throughout). Vectors and reductions stay float64, but the
             solution then solves the rounded matrix: its error floor is about cond(A)·6e-8,
             which Newton's float64 residual corrects in its next iteration
-            (docs/design-notes.md, "float32 PCG products").
+            (docs/solver.md, "float32 PCG products").
         deflation: a ``deflation.Deflation`` for this matrix and filter, or None: the solve
             then starts with the Galerkin correction on its space W and keeps every search
             direction A-orthogonal to W (deflated PCG [Saad2000]); the tolerance still refers

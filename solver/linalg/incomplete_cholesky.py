@@ -4,7 +4,7 @@ preconditioner.
 Block Jacobi needs more PCG iterations than its cap allows on stiff cloth at fine resolution;
 IC(0) [Saad2003], no fill beyond the matrix's own pattern, needs about a tenth as many on the
 same matrices. Its factorisation costs a few dozen products and its application two triangular
-solves, so a converged solve costs less than the capped Jacobi one (docs/design-notes.md,
+solves, so a converged solve costs less than the capped Jacobi one (docs/solver.md,
 "IC(0) preconditioner").
 
 The factor works on 3x3 blocks (lower block triangle of the matrix's pattern, natural vertex
@@ -22,7 +22,7 @@ blocks have both signs, and their weight against the mass grows as 1/edge⁴: on
 of the whole matrix met non-positive pivots, needed large shifts and several times the PCG
 iterations. Dropping the couplings altogether costs iterations too, and dropping their blocks from
 the pattern more still: the hinge-only blocks of the pattern act as fill for the membrane part
-(docs/design-notes.md, "IC(0) hinge scaling"). Keys in brackets are in docs/references.md.
+(docs/solver.md, "IC(0) hinge scaling"). Keys in brackets are in docs/references.md.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SHIFTS = (0.0, 1e-3, 1e-2, 0.05, 0.2, 1.0)  # tried in turn on a non-positive pi
 # Refreshes at a held shift before trying one lower. Starting one lower every time wasted a
 # failed factorisation on many matrices with contacts, because consecutive matrices alternate
 # between needing a shift and not; a small shift held for a matrix that needs none barely
-# changes the PCG iterations (docs/design-notes.md, "IC(0) shifts").
+# changes the PCG iterations (docs/solver.md, "IC(0) shifts").
 SHIFT_HOLD = 3
 
 
@@ -146,7 +146,7 @@ def ic0_block_solve(row_ptr, col, blocks, diag_inv, r, out):
 
     Forward by gathering along block rows, backward (Lᵀ) by scattering each solved block;
     one index per 3x3 block instead of one per entry, faster than the scalar solve because
-    the solve is bound by memory traffic (docs/design-notes.md, "IC(0) preconditioner").
+    the solve is bound by memory traffic (docs/solver.md, "IC(0) preconditioner").
     """
     V = len(row_ptr) - 1
     for i in range(V):
@@ -206,7 +206,7 @@ class IncompleteCholesky:
     def refresh(self, blocks: np.ndarray, key, x: np.ndarray, filt=None) -> None:
         """Factor the current matrix, projected by the PCG's filters ``filt`` (V, 3, 3) when
         given (contacts: the factor then matches the constrained system, and needs far fewer
-        iterations on a drape; docs/design-notes.md, "IC(0) preconditioner"), else with the
+        iterations on a drape; docs/solver.md, "IC(0) preconditioner"), else with the
         fixed vertices filtered."""
         a = self.asm
         if filt is None:

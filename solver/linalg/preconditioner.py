@@ -5,7 +5,7 @@ system matrix M − h·D − h²·K changes slowly from step to step (cloth is n
 mostly rotates with the cloth), so an exact factor of an *earlier* matrix is a near-perfect
 preconditioner: a factor many steps old leaves only a few PCG iterations per solve. It is
 refreshed only when the PCG starts needing more iterations (``refactor_iterations``) or the step
-length changes (docs/design-notes.md, "Lagged sparse factor").
+length changes (docs/solver.md, "Lagged sparse factor").
 
 Factoring only the near couplings (vertex pairs sharing a triangle) and dropping the bending
 couplings across edges was tried: it makes the factor indefinite (the wing-wing blocks of a

@@ -6,7 +6,7 @@ share a vertex; the colours run one after another and the runs of a colour in pa
 threads write the same vertex or block and every one sums its terms in the same order, so
 assembly is race-free and bit-deterministic whatever the thread count. (Gathering blocks from a
 per-element buffer instead reads that buffer in random order and was much slower;
-docs/design-notes.md, "Assembly by coloured runs".)
+docs/solver.md, "Assembly by coloured runs".)
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def color_elements(elements: np.ndarray, vertex_count: int
 
     Within a run elements keep their mesh order, so a thread adding one run's blocks walks
     nearby matrix rows. (Colouring single elements instead made every colour sweep the whole
-    matrix, and the bending kernel several times slower; docs/design-notes.md, "Assembly by
+    matrix, and the bending kernel several times slower; docs/solver.md, "Assembly by
     coloured runs".)
 
     Args:

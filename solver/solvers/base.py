@@ -20,12 +20,12 @@ from ..strain_limit import apply_strain_limit, tethers
 # limiter runs again and the pipeline once more on the same step, at most STRAIN_ROUNDS times.
 # Since the repeated pipeline tests only the pairs the limiter moved, tight rounds are cheap. A
 # few folds never settle: there the pushes that keep the layers apart and the limit disagree
-# (docs/design-notes.md, "Strain rounds after collisions").
+# (docs/solver.md, "Strain rounds after collisions").
 STRAIN_SLACK = 0.02
 STRAIN_ROUNDS = 16
 # A material without a strain limit still must not be stretched by collision pushes: those
 # rounds then hold edges to this strain (without it a draped cloth spiked far past any fabric's
-# stretch; docs/design-notes.md, "Strain rounds after collisions").
+# stretch; docs/solver.md, "Strain rounds after collisions").
 COLLISION_STRAIN_GUARD = 0.1
 
 
@@ -120,7 +120,7 @@ class ClothSolver:
                     break
                 # A resolve leaves every pair free of crossings on its path, so the next one
                 # need only test pairs the strain limiter moved: a small share of the vertices
-                # (docs/design-notes.md, "Repeated resolves").
+                # (docs/solver.md, "Repeated resolves").
                 moved = None if stats.unresolved else np.any(self.x != before, axis=1)
                 stats = c.resolve(x_start, self.x, self.v, self.inv_mass, h, c0, c1, moved)
                 self.collision_stats.add(stats)

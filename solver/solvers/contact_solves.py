@@ -22,7 +22,7 @@ CONTACT_NEAR = 0.5
 # are free to leave): predicted from velocity and gravity alone, cloth wrapped below a sphere's
 # equator (gravity along the surface) was left out, pulled into the collider by its own
 # tension within one step, and the collision pipeline's push-back stretched it, step after step
-# (docs/design-notes.md, "Contact solves per step").
+# (docs/solver.md, "Contact solves per step").
 CONTACT_TOUCH = 0.1
 CONTACT_RESOLVE = 0.05  # re-solve only when the solved path reaches this many new contacts
 

@@ -3,7 +3,7 @@
 Each step linearises the forces once and solves (M − h·D − h²·K)·Δv = b over all vertices with
 the filtered PCG (linalg/cg.py); hard pins enter as prescribed velocity changes. The step is
 implicit Euler: [Volino2000]'s λ-blend towards a second-order rule was tried and dropped, as it
-fed energy into swinging cloth (docs/design-notes.md, "Midpoint blend"; keys in brackets are in
+fed energy into swinging cloth (docs/solver.md, "Midpoint blend"; keys in brackets are in
 docs/references.md). Option:
 
 * ``settle``: quasi-static relaxation ([Volino2000]'s "fast draping", §2.7):
@@ -32,7 +32,7 @@ from .contact_solves import ContactSolves
 
 # Steps per frame unless the settings say otherwise. With 2 Newton iterations and a CG
 # tolerance of 1e-3, 2 steps are both cheaper and closer to a converged run than 1 step with
-# 4 iterations at 1e-4 (docs/design-notes.md, "Default substeps").
+# 4 iterations at 1e-4 (docs/solver.md, "Default substeps").
 DEFAULT_SUBSTEPS = 2
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 # With self-collision, layers are pushed apart after the solve; when the cloth's parts move
@@ -40,7 +40,7 @@ SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Ne
 # the cloth, so the implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS).
 # Only edges with an end in self-contact on the last step count: the pushes act there, and
 # counting every edge let cloth sliding fast off a sphere, nowhere near its other layers, set
-# several substeps for nothing (docs/design-notes.md, "Self-contact substeps").
+# several substeps for nothing (docs/solver.md, "Self-contact substeps").
 SELF_CONTACT_MOTION = 0.5
 MAX_SELF_CONTACT_SUBSTEPS = 16
 
@@ -80,7 +80,7 @@ class ImplicitSolver(ClothSolver):
         self.precond = kind(self.system.asm, self.fixed)
         # The PCG's products are memory-bound: float32 products halve their time, and move the
         # result less than the CG tolerance does. A reused factor's point is an exact solve:
-        # float64 there (docs/design-notes.md, "float32 PCG products").
+        # float64 there (docs/solver.md, "float32 PCG products").
         self._product_dtype = np.float64 if kind is LaggedFactor else np.float32
         # M on A's diagonal; fixed massless vertices (filtered out of the solve) get 1 so that
         # their block stays invertible
@@ -242,7 +242,7 @@ class ImplicitSolver(ClothSolver):
         whenever the energy drops, and otherwise moves to the root of the secant of φ′.
         Backtracking on |R| instead cut the first frames' steps to tiny fractions (R grows
         while the energy falls as slack cloth goes taut), so Newton stalled at its iteration
-        cap (docs/design-notes.md, "Line search").
+        cap (docs/solver.md, "Line search").
         """
         d = self.dv
         g0 = -dot3(res, d)

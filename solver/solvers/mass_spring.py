@@ -108,7 +108,7 @@ def stable_step(omega2: float, gamma: float, integrator: str) -> float:
 
 # Damping is split off and integrated implicitly when it would make the stable step shorter
 # than this fraction of the undamped one: an implicit–explicit step, with its CG solve, costs
-# several explicit ones (docs/design-notes.md, "Explicit step and damping").
+# several explicit ones (docs/solver.md, "Explicit step and damping").
 DAMPING_SPLIT = 0.25
 DAMPING_CG_TOLERANCE = 1e-6  # relative residual of the damping solve (its matrix is M − h·D)
 

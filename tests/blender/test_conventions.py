@@ -1,6 +1,6 @@
 """Blender's own physics and conventions: Collision modifiers as colliders, Blender's Cloth
 modifier on a cloth object, Wind and Turbulence force fields as wind, and the scene's unit
-scale (docs/blender-conventions.md)."""
+scale (docs/user-guide.md, "Blender's own physics")."""
 
 from __future__ import annotations
 
