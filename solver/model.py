@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .forces.bending import clamped_hinge_area, hinge_coefficients
+from .forces.bending import hinge_coefficients
 from .forces.membrane import triangle_coefficients
 from .forces.seams import seam_coefficients
 from .forces.springs import diagonal_spring_coefficients, edge_spring_coefficients
-from .geometry import (angles_and_grams, averaged_hinges, membrane_corners, triangle_frames,
-                       warp_directions)
+from .geometry import (angles_and_grams, averaged_hinges, clamped_hinge_area, membrane_corners,
+                       triangle_frames, warp_directions)
 from .mesh import MeshError
 from .params import MaterialParams
 from .spec import ClothSetup
@@ -42,8 +42,10 @@ class ClothModel:
             unit directions in each, (M, 3).
         edges: polygon edges (E, 2) and edge_rest_length [m], (E,): strain is measured on these.
         diagonals: shear diagonals of quads and n-gons, (D, 2), with diagonal_rest_length [m].
-        hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry) and
-            hinge_rest_angle [rad], (H,).
+        hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry),
+            hinge_rest_angle [rad], (H,), and hinge_rest_gram [1/m²], (H, 4, 4): the Gram
+            matrix of each rest angle's gradient over the hinge's four vertices, the implicit
+            solve's constant bending Jacobian (forces/bending.py).
         piece_offsets: (n + 1,) vertices of piece i are piece_offsets[i]:piece_offsets[i + 1].
         seams: (S, 2) sewn vertex pairs (forces/seams.py), within a piece or across pieces; no
             stretch, bend or membrane term uses them, and contact between the cloth's features
@@ -79,6 +81,7 @@ class ClothModel:
     diagonal_rest_length: np.ndarray
     hinges: np.ndarray
     hinge_rest_angle: np.ndarray
+    hinge_rest_gram: np.ndarray
     piece_offsets: np.ndarray
     pin_indices: np.ndarray
     pin_weights: np.ndarray
@@ -241,6 +244,7 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     clamped[hard] = True
     hinge_area = clamped_hinge_area(pos, hg, hinge_area, clamped)
     hinge_k, hinge_c = hinge_coefficients(mat, pos, hg, hinge_area, hinge_weight)
+    hinge_angle, hinge_gram = angles_and_grams(pos, hg)
     edge_k, edge_c = edge_spring_coefficients(mat, edge_area, rest_len, warp_cos2)
     diag_k, diag_c = diagonal_spring_coefficients(mat, diag_area, diag_len)
     return ClothModel(
@@ -248,7 +252,7 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
         membrane_area=mem_weight * mem_area, membrane_frame_u=mem_u, membrane_frame_v=mem_v,
         edges=edges, edge_rest_length=rest_len, diagonals=diagonals,
         diagonal_rest_length=diag_len, hinges=hg,
-        hinge_rest_angle=angles_and_grams(pos, hg, grams=False)[0],
+        hinge_rest_angle=hinge_angle, hinge_rest_gram=hinge_gram,
         piece_offsets=np.array([0, V], dtype=np.int64), pin_indices=pins, pin_weights=w,
         hard_pins=hard, soft_pins=soft,
         soft_pin_stiffness=w[w < 1.0] * mat.pin_stiffness * vertex_area[soft],

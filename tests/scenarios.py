@@ -70,7 +70,7 @@ def cantilever_strip(material: MaterialParams, settings: SolverSettings, length:
     Returns:
         (spec, free length [m]): from the pinned second column to the tip, length − h with
         h = length/(nx − 1). The clamp hinges count only their free wing
-        (forces/bending.clamped_hinge_area), so the strip is clamped where its pins end.
+        (geometry.clamped_hinge_area), so the strip is clamped where its pins end.
     """
     g = grid_mesh((length, width), (nx, ny), (0.5 * length, 0.0, 0.0))
     i = np.arange(nx * ny) % nx

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from solver import ClothSetup, MaterialParams, PolyMesh, grid_mesh
-from solver.forces.bending import dihedral_angle_and_gradient
+from solver.geometry import dihedral_angle_and_gradient
 from solver.forces.bending import bending_terms
 from solver.forces.membrane import membrane_terms
 from solver.forces.springs import spring_terms
