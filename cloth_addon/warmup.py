@@ -3,12 +3,12 @@
 When the add-on is enabled in a session with a UI, ``start()`` runs ``solver.warmup`` (what
 ``python -m solver warmup`` runs) in a separate process, with Blender's own Python, numba and
 numpy, writing into the same numba cache directory: Blender's UI and Python stay responsive,
-and the first *Bake Cloth* loads the kernels instead of compiling them (30-50 s, minutes on a
-busy machine). A finished warm-up leaves a marker there, so later sessions start nothing.
+and the first *Bake Cloth* loads the kernels instead of compiling them (tens of seconds, more on a busy
+machine: docs/benchmarks.md, "Install to first frame"). A finished warm-up leaves a marker there, so later sessions start nothing.
 
 A bake started while the warm-up still runs stops it, loads what it has cached so far (the
 warm-up compiles what most bakes need first) and compiles the rest itself: waiting for the
-whole warm-up took longer than compiling (it also compiles what other bakes need), and two
+whole warm-up would take longer than compiling (it also compiles what other bakes need), and two
 processes compiling at once are not safe: numba picks a new entry's data file name from the
 index it read, so two processes saving two signatures of one kernel at the same moment can
 leave one signature's index entry naming the other's code. A warm-up of another Blender (one

@@ -23,12 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 import dev_addon  # noqa: E402
+import render_scene as rs  # noqa: E402
 
 FRAMES = (1, 48)  # 2 s at 24 fps
 
 
 def build_scene(bpy, np):
-    import mathutils
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = FRAMES
     scene.render.fps = 24
@@ -37,48 +37,33 @@ def build_scene(bpy, np):
     scene.cloth_solver.wind_turbulence = 1.5
     scene.cloth_solver.wind_scale = 0.5
 
-    def material(name, rgb, roughness=0.6):
-        mat = bpy.data.materials.new(name)
-        mat.use_nodes = True
-        bsdf = mat.node_tree.nodes.get("Principled BSDF")
-        bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
-        bsdf.inputs["Roughness"].default_value = roughness
-        return mat
-
-    def grid(name, n, size, location, rotation=(0, 0, 0)):
+    def grid(name, n, size, location, rotation, rgb, roughness):
         xs = (np.arange(n[0]) / (n[0] - 1) - 0.5) * size[0]
         ys = (np.arange(n[1]) / (n[1] - 1) - 0.5) * size[1]
         verts = [(x, y, 0.0) for y in ys for x in xs]
         faces = [(j * n[0] + i, j * n[0] + i + 1, (j + 1) * n[0] + i + 1, (j + 1) * n[0] + i)
                  for j in range(n[1] - 1) for i in range(n[0] - 1)]
-        mesh = bpy.data.meshes.new(name)
-        mesh.from_pydata(verts, [], faces)
-        mesh.update()
-        obj = bpy.data.objects.new(name, mesh)
-        scene.collection.objects.link(obj)
+        obj = rs.mesh_object(bpy, name, verts, faces, rs.material(bpy, name, rgb, roughness))
         obj.location, obj.rotation_euler = location, rotation
-        for poly in mesh.polygons:
-            poly.use_smooth = True
         return obj
 
     # Floor and sphere: colliders.
-    floor = grid("Floor", (2, 2), (8.0, 8.0), (0.0, 0.0, 0.0))
-    floor.data.materials.append(material("Floor", (0.55, 0.55, 0.52), 0.8))
+    floor = grid("Floor", (2, 2), (8.0, 8.0), (0.0, 0.0, 0.0), (0, 0, 0), (0.55, 0.55, 0.52), 0.8)
     floor.cloth_solver.role = "COLLIDER"
-    collider_sphere(bpy, material, "Sphere", 0.45, (0.9, 0.0, 0.45), (0.8, 0.35, 0.12), 0.01)
+    collider_sphere(bpy, "Sphere", 0.45, (0.9, 0.0, 0.45), (0.8, 0.35, 0.12), 0.01)
 
     # Flag: starts flat in the XZ plane, held along its hoist edge (x = -1.5 m, the pole) and
     # flying along +X with the wind; the gusts push on its faces and ripple it.
     nx, nz = 25, 19
-    flag = grid("Flag", (nx, nz), (1.2, 0.9), (-0.9, 0.0, 1.55), (math.pi / 2, 0.0, 0.0))
-    flag.data.materials.append(material("Flag", (0.1, 0.3, 0.75)))
+    flag = grid("Flag", (nx, nz), (1.2, 0.9), (-0.9, 0.0, 1.55), (math.pi / 2, 0.0, 0.0),
+                (0.1, 0.3, 0.75), 0.6)
     group = flag.vertex_groups.new(name="Pins")
     hoist = [j * nx for j in range(nz)]  # the local -X column -> world x = -1.5 m, vertical
     group.add(hoist, 1.0, "REPLACE")
     bpy.ops.mesh.primitive_cylinder_add(radius=0.018, depth=2.15, location=(-1.52, 0.0, 1.075))
     pole = bpy.context.object  # for the eye only: role None, not a collider
     pole.name = "Pole"
-    pole.data.materials.append(material("Pole", (0.75, 0.75, 0.72), 0.3))
+    pole.data.materials.append(rs.material(bpy, "Pole", (0.75, 0.75, 0.72), 0.3))
     s = flag.cloth_solver
     s.role, s.pin_group = "CLOTH", "Pins"
     s.self_collision = True  # a flapping flag folds onto itself
@@ -86,8 +71,8 @@ def build_scene(bpy, np):
     bpy.ops.cloth_solver.preset_apply(name="cotton")
 
     # Sheet: falls over the sphere onto the floor (denim: heavy enough to fall through the wind).
-    sheet = grid("Sheet", (31, 31), (1.3, 1.3), (0.9, 0.0, 1.2))
-    sheet.data.materials.append(material("Sheet", (0.85, 0.82, 0.75), 0.5))
+    sheet = grid("Sheet", (31, 31), (1.3, 1.3), (0.9, 0.0, 1.2), (0, 0, 0), (0.85, 0.82, 0.75),
+                 0.5)
     sheet.cloth_solver.role = "CLOTH"
     sheet.cloth_solver.self_collision = True  # its folds stay free of self-intersections
     bpy.context.view_layer.objects.active = sheet
@@ -96,39 +81,25 @@ def build_scene(bpy, np):
     # Sleeve: two flat cotton panels above and below a horizontal arm (a collider), joined
     # along both long edges by loose edges; with Sewing on the seams pull the panels round the
     # arm into a tube that hangs on it.
-    garment = sleeve(bpy, np, material, ARM)
+    garment = sleeve(bpy, np, ARM)
 
-    # Knit: a rib cuff on a needle, pushed by a ball (the yarn model, issue 23).
-    cuff = knit_cuff(bpy, material, KNIT)
+    # Knit: a rib cuff on a needle, pushed by a ball (the yarn model).
+    cuff = knit_cuff(bpy, KNIT)
 
-    # Camera, light, world.
-    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(cam)
-    cam.location = (2.4, -4.3, 1.9)
-    look = mathutils.Vector((-0.05, 0.0, 0.85)) - cam.location  # between flag and sphere
-    cam.rotation_euler = look.to_track_quat("-Z", "Y").to_euler()
-    cam.data.lens = 32
-    scene.camera = cam
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (math.radians(50), math.radians(10), math.radians(30))
-    sun.data.energy = 3.5
-    world = bpy.data.worlds.new("World")
-    world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.55, 0.65, 0.8, 1)
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.7
-    scene.world = world
+    # Camera (aimed between flag and sphere), light, sky.
+    rs.camera(bpy, scene, (2.4, -4.3, 1.9), (-0.05, 0.0, 0.85), lens=32)
+    rs.sun_and_sky(bpy, scene, (50, 10, 30), 3.5, (0.55, 0.65, 0.8), 0.7)
     return [flag, sheet, garment], cuff
 
 
-def collider_sphere(bpy, material, name, radius, location, rgb, thickness):
+def collider_sphere(bpy, name, radius, location, rgb, thickness):
     """A smooth 32 × 16 UV sphere with the Collider role and ``thickness`` [m]."""
     bpy.ops.mesh.primitive_uv_sphere_add(segments=32, ring_count=16, radius=radius,
                                          location=location)
     obj = bpy.context.object
     obj.name = name
     bpy.ops.object.shade_smooth()
-    obj.data.materials.append(material(name, rgb, 0.35))
+    obj.data.materials.append(rs.material(bpy, name, rgb, 0.35))
     obj.cloth_solver.role = "COLLIDER"
     obj.cloth_solver.thickness = thickness
     return obj
@@ -137,16 +108,15 @@ def collider_sphere(bpy, material, name, radius, location, rgb, thickness):
 ARM = ((-0.75, -1.25, 0.62), 0.07, 0.75)  # centre [m], radius [m], length [m] (axis along x)
 
 
-def sleeve(bpy, np, material, arm):
+def sleeve(bpy, np, arm):
     """The demo's garment: the arm (collider) and a sleeve sewn from two panels around it."""
     (cx, cy, cz), radius, length = arm
-    scene = bpy.context.scene
     bpy.ops.mesh.primitive_cylinder_add(vertices=32, radius=radius, depth=length,
                                         location=(cx, cy, cz), rotation=(0.0, 1.5708, 0.0))
     rod = bpy.context.object
     rod.name = "Arm"
     bpy.ops.object.shade_smooth()
-    rod.data.materials.append(material("Arm", (0.8, 0.68, 0.55), 0.45))
+    rod.data.materials.append(rs.material(bpy, "Arm", (0.8, 0.68, 0.55), 0.45))
     rod.cloth_solver.role = "COLLIDER"
     rod.cloth_solver.thickness = 0.004
     nx, ny, size, lift = 13, 15, (0.45, 0.42), 0.13
@@ -160,15 +130,9 @@ def sleeve(bpy, np, material, arm):
     faces = quads + [tuple(V + v for v in q[::-1]) for q in quads]
     edge = [i for i in range(nx)] + [(ny - 1) * nx + i for i in range(nx)]
     seams = [(v, V + v) for v in edge]  # loose edges: the top panel's long edges to the bottom's
-    mesh = bpy.data.meshes.new("Sleeve")
-    mesh.from_pydata(verts, seams, faces)
-    mesh.update()
-    for poly in mesh.polygons:
-        poly.use_smooth = True
-    obj = bpy.data.objects.new("Sleeve", mesh)
-    scene.collection.objects.link(obj)
+    obj = rs.mesh_object(bpy, "Sleeve", verts, faces,
+                         rs.material(bpy, "Sleeve", (0.12, 0.45, 0.25), 0.7), edges=seams)
     obj.location = (cx, cy, cz)
-    obj.data.materials.append(material("Sleeve", (0.12, 0.45, 0.25), 0.7))
     s = obj.cloth_solver
     s.role = "CLOTH"
     bpy.context.view_layer.objects.active = obj
@@ -184,7 +148,7 @@ def sleeve(bpy, np, material, arm):
 KNIT = ((0.25, -1.75, 0.32), (8, 10), 0.3, 0.012, 0.03, (1, 14, 28))
 
 
-def knit_cuff(bpy, material, knit):
+def knit_cuff(bpy, knit):
     """A 2×2 rib cuff of wool worsted made by Add > Knit Swatch (relaxed, its top course pinned
     as on a needle), a needle for the eye, and a ball (a collider, keyframed) that rolls into
     it from in front, pushing it back on its needle, and rolls back out."""
@@ -204,8 +168,8 @@ def knit_cuff(bpy, material, knit):
                                         rotation=(0.0, 1.5708, 0.0))
     needle = bpy.context.object  # for the eye only: role None
     needle.name = "Needle"
-    needle.data.materials.append(material("Needle", (0.45, 0.3, 0.15), 0.35))
-    ball = collider_sphere(bpy, material, "Ball", radius,
+    needle.data.materials.append(rs.material(bpy, "Needle", (0.45, 0.3, 0.15), 0.35))
+    ball = collider_sphere(bpy, "Ball", radius,
                            (cx, cy + min(ys) - radius - 0.006, cz - 0.2 * (max(zs) - min(zs))),
                            (0.2, 0.35, 0.6), 0.001)
     ball.keyframe_insert("location", frame=f0)
@@ -219,46 +183,23 @@ def knit_cuff(bpy, material, knit):
 def render_closeup(bpy, scene, out: Path, name: str, eye, target, frames, lens=50) -> Path:
     """Close-ups from ``eye`` towards ``target`` at a few frames, side by side, into
     ``out/<name>.png``."""
-    import mathutils
-    from PIL import Image
-    cam = bpy.data.objects.new(f"{name} camera", bpy.data.cameras.new(f"{name} camera"))
-    scene.collection.objects.link(cam)
-    cam.location = eye
-    look = mathutils.Vector(target) - cam.location
-    cam.rotation_euler = look.to_track_quat("-Z", "Y").to_euler()
-    cam.data.lens = lens
-    cam.data.clip_start = 0.005
-    main_camera, scene.camera = scene.camera, cam
+    main_camera = scene.camera
+    rs.camera(bpy, scene, eye, target, lens=lens, clip_start=0.005, name=f"{name} camera")
     r = scene.render
     size = r.resolution_x, r.resolution_y
     r.resolution_x, r.resolution_y = 240, 240
-    images = []
+    paths = []
     for f in frames:
         scene.frame_set(f)
-        path = out / "frames" / f"{name}_{f:04d}.png"
-        r.filepath = str(path)
-        bpy.ops.render.render(write_still=True)
-        images.append(Image.open(path).convert("RGB"))
+        paths.append(rs.render_still(bpy, scene, out / "frames" / f"{name}_{f:04d}.png"))
     scene.camera = main_camera
     r.resolution_x, r.resolution_y = size
-    strip = Image.new("RGB", (240 * len(images), 240))
-    for k, im in enumerate(images):
-        strip.paste(im, (240 * k, 0))
-    strip.save(out / f"{name}.png")
-    return out / f"{name}.png"
+    return rs.side_by_side(paths, out / f"{name}.png")
 
 
 def render_settings(scene, out: Path, width: int, samples: int):
-    r = scene.render
-    r.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = samples
-    scene.cycles.use_denoising = False
-    scene.cycles.max_bounces = 4
-    r.resolution_x, r.resolution_y = width, width * 9 // 16
-    r.resolution_percentage = 100
-    r.image_settings.file_format = "PNG"
-    r.filepath = str(out / "frames" / "frame_")
+    rs.cycles(scene, (width, width * 9 // 16), samples, max_bounces=4)
+    scene.render.filepath = str(out / "frames" / "frame_")
 
 
 def main():
@@ -294,9 +235,7 @@ def main():
     paths = []
     for f in frames:
         scene.frame_set(f)
-        path = out / "frames" / f"frame_{f:04d}.png"
-        scene.render.filepath = str(path)
-        bpy.ops.render.render(write_still=True)
+        path = rs.render_still(bpy, scene, out / "frames" / f"frame_{f:04d}.png")
         paths.append(path)
         print(f"demo: rendered frame {f} -> {path.relative_to(out.parent)}", flush=True)
     render_s = time.perf_counter() - start

@@ -18,24 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import render_scene as rs  # noqa: E402
+
 SPACING = 0.40   # m between specimen centres
 COLOURS = {"cotton": (0.75, 0.72, 0.62), "denim": (0.03, 0.08, 0.30), "jersey": (0.50, 0.04, 0.05),
            "leather": (0.22, 0.08, 0.02), "rubber": (0.035, 0.035, 0.035), "silk": (0.80, 0.30, 0.40)}
-
-
-def _material(bpy, name, rgb, roughness=0.7):
-    mat = bpy.data.materials.new(name)
-    mat.use_nodes = True
-    bsdf = mat.node_tree.nodes.get("Principled BSDF")
-    bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
-    bsdf.inputs["Roughness"].default_value = roughness
-    return mat
 
 
 def _flat(bpy, name, rgb):
@@ -54,18 +49,6 @@ def _flat(bpy, name, rgb):
     return mat
 
 
-def _mesh_object(bpy, name, verts, faces, mat, smooth=True):
-    me = bpy.data.meshes.new(name)
-    me.from_pydata([tuple(map(float, v)) for v in verts], [], [tuple(map(int, f)) for f in faces])
-    me.update()
-    for p in me.polygons:
-        p.use_smooth = smooth
-    me.materials.append(mat)
-    ob = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(ob)
-    return ob
-
-
 def _disc(radius, z0, z1, n=96):
     """A closed cylinder (vertices, faces) of the given radius between heights z0 < z1."""
     a = np.linspace(0.0, 2 * np.pi, n, endpoint=False)
@@ -81,83 +64,52 @@ def build_scene(bpy, specimens):
     """specimens: list of (name, positions, triangles); returns the row's centre x."""
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    grey = _material(bpy, "clamp", (0.25, 0.25, 0.27), 0.4)
+    grey = rs.material(bpy, "clamp", (0.25, 0.25, 0.27), 0.4)
     floor = _flat(bpy, "floor", (0.045, 0.05, 0.06))
     template = _flat(bpy, "template", (0.25, 0.26, 0.29))
     n = len(specimens)
     x0, x1 = -SPACING / 2, (n - 0.5) * SPACING
-    _mesh_object(bpy, "floor", [(x0, -1.0, -0.26), (x1, -1.0, -0.26), (x1, 1.0, -0.26),
+    rs.mesh_object(bpy, "floor", [(x0, -1.0, -0.26), (x1, -1.0, -0.26), (x1, 1.0, -0.26),
                                 (x0, 1.0, -0.26)], [(0, 1, 2, 3)], floor, smooth=False)
     for i, (name, pos, tris) in enumerate(specimens):
         off = np.array([i * SPACING, 0.0, 0.0])
-        mat = _material(bpy, name, COLOURS.get(name, (0.6, 0.6, 0.6)))
-        _mesh_object(bpy, name, pos + off, tris, mat)
+        mat = rs.material(bpy, name, COLOURS.get(name, (0.6, 0.6, 0.6)), 0.7)
+        rs.mesh_object(bpy, name, pos + off, tris, mat)
         # the clamped centre (not meshed by the bench) and the clamping disc on top of it
         v, f = _disc(0.0905, -0.002, 0.003)
-        _mesh_object(bpy, f"{name}_clamp", np.array(v) + off, f, grey, smooth=False)
+        rs.mesh_object(bpy, f"{name}_clamp", np.array(v) + off, f, grey, smooth=False)
         # the flat specimen's outline (r = 15 cm) on the floor: the shadow of DC = 100 %
         v, f = _disc(0.15, -0.2595, -0.259)
-        _mesh_object(bpy, f"{name}_template", np.array(v) + off, f, template, smooth=False)
+        rs.mesh_object(bpy, f"{name}_template", np.array(v) + off, f, template, smooth=False)
         # the support post under the disc
         v, f = _disc(0.02, -0.25, -0.002, 32)
-        _mesh_object(bpy, f"{name}_post", np.array(v) + off, f, grey, smooth=False)
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (math.radians(12), math.radians(8), math.radians(40))
-    sun.data.energy = 3.0
-    world = bpy.data.worlds.new("World")
-    world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.80, 0.82, 0.86, 1)
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.6
-    scene.world = world
+        rs.mesh_object(bpy, f"{name}_post", np.array(v) + off, f, grey, smooth=False)
+    rs.sun_and_sky(bpy, scene, (12, 8, 40), 3.0, (0.80, 0.82, 0.86), 0.6)
     return (len(specimens) - 1) * SPACING / 2.0
 
 
 def render_view(bpy, path, centre_x, n, col_px, rows_px, tilt_deg, samples):
     """Orthographic view of the whole row, tilted tilt_deg from straight down."""
-    import mathutils
     scene = bpy.context.scene
-    cam = bpy.data.objects.new(f"cam{tilt_deg}", bpy.data.cameras.new(f"cam{tilt_deg}"))
-    scene.collection.objects.link(cam)
-    cam.data.type = "ORTHO"
-    cam.data.ortho_scale = n * SPACING
     t = math.radians(tilt_deg)
-    target = mathutils.Vector((centre_x, 0.0, -0.05 if tilt_deg else 0.0))
-    cam.location = target + mathutils.Vector((0.0, -3.0 * math.sin(t), 3.0 * math.cos(t)))
-    cam.rotation_euler = (target - cam.location).to_track_quat("-Z", "Y").to_euler()
-    scene.camera = cam
-    r = scene.render
-    r.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = samples
-    scene.cycles.use_denoising = False
-    scene.cycles.max_bounces = 4
-    r.resolution_x, r.resolution_y = n * col_px, rows_px
-    r.resolution_percentage = 100
-    r.film_transparent = False
-    r.image_settings.file_format = "PNG"
-    r.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
+    target = np.array([centre_x, 0.0, -0.05 if tilt_deg else 0.0])
+    eye = target + np.array([0.0, -3.0 * math.sin(t), 3.0 * math.cos(t)])
+    rs.camera(bpy, scene, tuple(eye), tuple(target), ortho_scale=n * SPACING,
+              name=f"cam{tilt_deg}")
+    rs.cycles(scene, (n * col_px, rows_px), samples, max_bounces=4)
+    scene.render.film_transparent = False
+    rs.render_still(bpy, scene, path)
 
 
 def compose(top, oblique, labels, col_px, out):
-    from PIL import Image, ImageDraw, ImageFont
-    a, b = Image.open(top).convert("RGB"), Image.open(oblique).convert("RGB")
-    head = 74
-    img = Image.new("RGB", (a.width, head + a.height + b.height), (255, 255, 255))
-    img.paste(a, (0, head))
-    img.paste(b, (0, head + a.height))
-    d = ImageDraw.Draw(img)
-    try:
-        big, small = ImageFont.load_default(size=19), ImageFont.load_default(size=14)
-    except TypeError:  # Pillow < 10.1
-        big = small = ImageFont.load_default()
+    """The two views one above the other, each column's name, drape coefficients and band on
+    top."""
+    texts = []
     for i, (name, line, band) in enumerate(labels):
         cx = i * col_px + col_px // 2
-        d.text((cx, 6), name, fill=(20, 20, 20), font=big, anchor="ma")
-        d.text((cx, 31), line, fill=(50, 50, 50), font=small, anchor="ma")
-        d.text((cx, 51), band, fill=(110, 110, 110), font=small, anchor="ma")
-    img.save(out)
+        texts += [(cx, 6, name, 19, 20, "ma"), (cx, 31, line, 14, 50, "ma"),
+                  (cx, 51, band, 14, 110, "ma")]
+    rs.stacked([top, oblique], out, 74, texts)
 
 
 def main():

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import render_scene as rs  # noqa: E402
 
 
 def _needle(bpy, swatch, radius):
@@ -37,13 +39,7 @@ def _needle(bpy, swatch, radius):
     ob = bpy.context.active_object
     for p in ob.data.polygons:
         p.use_smooth = True
-    mat = bpy.data.materials.new("Needle")
-    if mat.node_tree is None:
-        mat.use_nodes = True
-    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-    bsdf.inputs["Base Color"].default_value = (0.45, 0.3, 0.15, 1.0)
-    bsdf.inputs["Roughness"].default_value = 0.35
-    ob.data.materials.append(mat)
+    ob.data.materials.append(rs.material(bpy, "Needle", (0.45, 0.3, 0.15), 0.35))
 
 
 def _over_sphere(bpy, swatch) -> None:
@@ -70,12 +66,7 @@ def _over_sphere(bpy, swatch) -> None:
         p.use_smooth = True
     ball.modifiers.new("Collision", "COLLISION")
     ball.collision.thickness_outer = 0.001
-    mat = bpy.data.materials.new("Ball")
-    if mat.node_tree is None:
-        mat.use_nodes = True
-    bsdf = next(n for n in mat.node_tree.nodes if n.type == "BSDF_PRINCIPLED")
-    bsdf.inputs["Base Color"].default_value = (0.2, 0.35, 0.6, 1.0)
-    ball.data.materials.append(mat)
+    ball.data.materials.append(rs.material(bpy, "Ball", (0.2, 0.35, 0.6), 0.5))
     return (0.0, 0.5 * (min(ys) + max(ys)) - 0.01, lowest - 0.004)
 
 
@@ -90,7 +81,6 @@ def main() -> None:
     ap.add_argument("--over-sphere", action="store_true",
                     help="lay the swatch flat over a sphere collider (docs/knit_sphere.png)")
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "scripts"))
     import dev_addon
     dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
     import bpy
@@ -110,59 +100,20 @@ def main() -> None:
     t0 = time.perf_counter()
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     print(f"bake: {time.perf_counter() - t0:.1f} s", flush=True)
-    target = bpy.data.objects.new("Target", None)
-    scene.collection.objects.link(target)
-    target.location = aim
-    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(cam)
-    cam.location = (0.055, -0.15, 0.045) if not args.over_sphere else \
+    eye = (0.055, -0.15, 0.045) if not args.over_sphere else \
         (aim[0] + 0.09, aim[1] - 0.11, aim[2] + 0.07)
-    track = cam.constraints.new("TRACK_TO")
-    track.target, track.track_axis, track.up_axis = target, "TRACK_NEGATIVE_Z", "UP_Y"
-    cam.data.lens = 50.0
-    cam.data.clip_start = 0.005
-    scene.camera = cam
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (math.radians(60), math.radians(15), math.radians(-35))
-    sun.data.energy = 3.0
-    scene.world = bpy.data.worlds.new("World")
-    if scene.world.node_tree is None:
-        scene.world.use_nodes = True
-    bg = scene.world.node_tree.nodes["Background"]
-    bg.inputs["Color"].default_value = (0.75, 0.75, 0.78, 1.0)
-    bg.inputs["Strength"].default_value = 0.7
-    scene.render.engine = "CYCLES"
-    scene.cycles.samples, scene.cycles.device = args.samples, "CPU"
-    scene.render.resolution_x, scene.render.resolution_y = 480, 480
-    scene.render.image_settings.file_format = "PNG"
+    rs.camera(bpy, scene, eye, aim, lens=50.0, clip_start=0.005)
+    rs.sun_and_sky(bpy, scene, (60, 15, -35), 3.0, (0.75, 0.75, 0.78), 0.7)
+    rs.cycles(scene, (480, 480), args.samples, denoise=None)
     t0 = time.perf_counter()
+    frames = Path(tempfile.mkdtemp())
     halves = []
     for frame in (1, args.frames):
         scene.frame_set(frame)
-        path = Path(tempfile.mkdtemp()) / f"knit_{frame}.png"
-        scene.render.filepath = str(path)
-        bpy.ops.render.render(write_still=True)
-        halves.append(bpy.data.images.load(str(path)))
-    _side_by_side(bpy, halves, args.out.resolve())
+        halves.append(rs.render_still(bpy, scene, frames / f"knit_{frame}.png"))
+    rs.side_by_side(halves, args.out.resolve())
     print(f"render: {time.perf_counter() - t0:.1f} s", flush=True)
     print(scene.cloth_solver.last_report)
-
-
-def _side_by_side(bpy, images, out: Path) -> None:
-    import numpy as np
-    w, h = images[0].size
-    rows = []
-    for im in images:
-        px = np.empty(w * h * 4, dtype=np.float32)
-        im.pixels.foreach_get(px)
-        rows.append(px.reshape(h, w, 4))
-    both = np.concatenate(rows, axis=1)
-    result = bpy.data.images.new("knit", 2 * w, h, alpha=True)
-    result.pixels.foreach_set(both.ravel())
-    result.filepath_raw = str(out)
-    result.file_format = "PNG"
-    result.save()
 
 
 if __name__ == "__main__":

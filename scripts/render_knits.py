@@ -26,21 +26,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
 
-from solver.yarn import knit_swatch
+import render_scene as rs  # noqa: E402
+from solver.yarn import knit_swatch  # noqa: E402
 
 W, H = 5.6e-3, 4.2e-3
 PATTERNS = ("stockinette", "garter", "rib2x2")
 COLOURS = ((0.55, 0.08, 0.06), (0.85, 0.78, 0.62))    # alternate courses
-
-
-def _material(bpy, name, rgb):
-    mat = bpy.data.materials.new(name)
-    mat.use_nodes = True
-    bsdf = mat.node_tree.nodes.get("Principled BSDF")
-    bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
-    bsdf.inputs["Roughness"].default_value = 0.8
-    return mat
 
 
 def _yarn(bpy, name, x, course_points, radius, mats):
@@ -67,7 +60,7 @@ def _yarn(bpy, name, x, course_points, radius, mats):
 def build(bpy, arrays, size, radius, which, spacing):
     bpy.ops.wm.read_factory_settings(use_empty=True)
     scene = bpy.context.scene
-    mats = [_material(bpy, f"course{i}", c) for i, c in enumerate(COLOURS)]
+    mats = [rs.material(bpy, f"course{i}", c, 0.8) for i, c in enumerate(COLOURS)]
     S, C = size
     for i, pattern in enumerate(PATTERNS):
         x = arrays[f"{pattern}_{which}"].copy()
@@ -78,43 +71,19 @@ def build(bpy, arrays, size, radius, which, spacing):
             x[:, 2] -= x[:, 2].min() - radius
         _yarn(bpy, pattern, x, sw.course_points, radius, mats)
     if which == "table":
-        me = bpy.data.meshes.new("table")
-        me.from_pydata([(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)], [], [(0, 1, 2, 3)])
-        ob = bpy.data.objects.new("table", me)
-        me.materials.append(_material(bpy, "table", (0.35, 0.36, 0.38)))
-        scene.collection.objects.link(ob)
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (math.radians(25), math.radians(10), math.radians(30))
-    sun.data.energy = 3.5
-    world = bpy.data.worlds.new("World")
-    world.use_nodes = True
-    world.node_tree.nodes["Background"].inputs["Color"].default_value = (0.85, 0.86, 0.9, 1)
-    world.node_tree.nodes["Background"].inputs["Strength"].default_value = 0.7
-    scene.world = world
+        rs.mesh_object(bpy, "table", [(-1, -1, 0), (1, -1, 0), (1, 1, 0), (-1, 1, 0)],
+                       [(0, 1, 2, 3)], rs.material(bpy, "table", (0.35, 0.36, 0.38), 0.8),
+                       smooth=False)
+    rs.sun_and_sky(bpy, scene, (25, 10, 30), 3.5, (0.85, 0.86, 0.9), 0.7)
 
 
 def render(bpy, path, centre_x, width_m, px, rows_px, direction, samples):
-    import mathutils
+    """Orthographic view of the row from ``direction`` (relative to its centre)."""
     scene = bpy.context.scene
-    cam = bpy.data.objects.new("cam", bpy.data.cameras.new("cam"))
-    scene.collection.objects.link(cam)
-    cam.data.type = "ORTHO"
-    cam.data.ortho_scale = width_m
-    target = mathutils.Vector((centre_x, 0.0, 0.0))
-    cam.location = target + mathutils.Vector(direction)
-    cam.rotation_euler = (target - cam.location).to_track_quat("-Z", "Y").to_euler()
-    scene.camera = cam
-    r = scene.render
-    r.engine = "CYCLES"
-    scene.cycles.device = "CPU"
-    scene.cycles.samples = samples
-    scene.cycles.use_denoising = False
-    r.resolution_x, r.resolution_y = px, rows_px
-    r.resolution_percentage = 100
-    r.image_settings.file_format = "PNG"
-    r.filepath = str(path)
-    bpy.ops.render.render(write_still=True)
+    eye = (centre_x + direction[0], direction[1], direction[2])
+    rs.camera(bpy, scene, eye, (centre_x, 0.0, 0.0), ortho_scale=width_m, name="cam")
+    rs.cycles(scene, (px, rows_px), samples)
+    rs.render_still(bpy, scene, path)
 
 
 def main():
@@ -125,7 +94,6 @@ def main():
     ap.add_argument("--out", default=str(ROOT / "docs" / "knits.png"))
     args = ap.parse_args()
     import bpy
-    from PIL import Image, ImageDraw, ImageFont
     doc = json.loads(Path(args.results + ".json").read_text())
     arrays = np.load(args.results + ".npz")
     radius = float(arrays["radius"])
@@ -143,27 +111,18 @@ def main():
         # along the course (from +x tilted a little): the top and bottom edges' roll shows
         render(bpy, side, centre, n * spacing, n * args.col, int(args.col * 0.6),
                (0.0, -0.5, 0.12), args.samples)
-        a, b = Image.open(top).convert("RGB"), Image.open(side).convert("RGB")
-        head = 50
-        img = Image.new("RGB", (a.width, head + a.height + b.height), (255, 255, 255))
-        img.paste(a, (0, head))
-        img.paste(b, (0, head + a.height))
-    d = ImageDraw.Draw(img)
-    try:
-        big, small = ImageFont.load_default(size=18), ImageFont.load_default(size=13)
-    except TypeError:  # Pillow < 10.1
-        big = small = ImageFont.load_default()
-    pr = doc["patterns"]
-    for i, pattern in enumerate(PATTERNS):
-        cx = i * args.col + args.col // 2
-        d.text((cx, 4), pattern, fill=(20, 20, 20), font=big, anchor="ma")
-        r = pr[pattern]
-        d.text((cx, 28), f"{1e3 * r['width_m']:.0f} x {1e3 * r['height_m']:.0f} mm relaxed",
-               fill=(60, 60, 60), font=small, anchor="ma")
-    d.text((6, head + 4), "on the table, 0.1 s", fill=(30, 30, 30), font=small)
-    d.text((6, head + a.height + 4), "floating, 0.1 s, from below the bottom edge",
-           fill=(30, 30, 30), font=small)
-    img.save(args.out)
+        head, top_h = 50, int(args.col * 0.8)
+        texts = []
+        for i, pattern in enumerate(PATTERNS):
+            cx = i * args.col + args.col // 2
+            r = doc["patterns"][pattern]
+            texts += [(cx, 4, pattern, 18, 20, "ma"),
+                      (cx, 28, f"{1e3 * r['width_m']:.0f} x {1e3 * r['height_m']:.0f} mm relaxed",
+                       13, 60, "ma")]
+        texts += [(6, head + 4, "on the table, 0.1 s", 13, 30, "la"),
+                  (6, head + top_h + 4, "floating, 0.1 s, from below the bottom edge", 13, 30,
+                   "la")]
+        rs.stacked([top, side], args.out, head, texts)
     print(f"{args.out}: {', '.join(PATTERNS)} ({size[0]} x {size[1]} stitches)")
 
 

@@ -22,23 +22,16 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import render_scene as rs  # noqa: E402
 
 
 def _cloth(bpy, solver, name, x, subdivided):
     n = 9
     g = solver.grid_mesh((1.0, 1.0), (n, n), (0.0, 0.0, 0.0))
-    me = bpy.data.meshes.new(name)
-    me.from_pydata([tuple(p) for p in g.positions], [], [tuple(map(int, f)) for f in g.faces()])
-    me.update()
-    for p in me.polygons:
-        p.use_smooth = subdivided
-    mat = bpy.data.materials.new(name)
-    mat.use_nodes = True
     rgb = (0.8, 0.25, 0.2) if subdivided else (0.25, 0.4, 0.8)
-    mat.node_tree.nodes["Principled BSDF"].inputs["Base Color"].default_value = (*rgb, 1.0)
-    me.materials.append(mat)
-    ob = bpy.data.objects.new(name, me)
-    bpy.context.scene.collection.objects.link(ob)
+    ob = rs.mesh_object(bpy, name, g.positions, g.faces(), rs.material(bpy, name, rgb, 0.5),
+                        smooth=subdivided)
     ob.location = (x, 0.0, 1.2)
     ob.cloth_solver.role = "CLOTH"
     if subdivided:
@@ -62,7 +55,6 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "subdivision.png")
     ap.add_argument("--samples", type=int, default=32)
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT / "scripts"))
     import dev_addon
     dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
     import bpy
@@ -79,25 +71,10 @@ def main() -> None:
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     assert sub.modifiers["Subdivision"].show_render
     scene.frame_set(40)
-    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
-    scene.collection.objects.link(cam)
-    cam.location, cam.rotation_euler = (0.0, -2.9, 2.3), (math.radians(58), 0.0, 0.0)
-    scene.camera = cam
-    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
-    scene.collection.objects.link(sun)
-    sun.rotation_euler = (math.radians(50), math.radians(20), math.radians(-30))
-    sun.data.energy = 3.0
-    scene.world = bpy.data.worlds.new("World")
-    scene.world.use_nodes = True
-    bg = scene.world.node_tree.nodes["Background"]
-    bg.inputs["Color"].default_value = (0.6, 0.6, 0.65, 1.0)
-    bg.inputs["Strength"].default_value = 0.6
-    scene.render.engine = "CYCLES"
-    scene.cycles.samples, scene.cycles.device = args.samples, "CPU"
-    scene.render.resolution_x, scene.render.resolution_y = 640, 300
-    scene.render.image_settings.file_format = "PNG"
-    scene.render.filepath = str(args.out.resolve())
-    bpy.ops.render.render(write_still=True)
+    rs.camera(bpy, scene, (0.0, -2.9, 2.3), rotation=(math.radians(58), 0.0, 0.0))
+    rs.sun_and_sky(bpy, scene, (50, 20, -30), 3.0, (0.6, 0.6, 0.65), 0.6)
+    rs.cycles(scene, (640, 300), args.samples, denoise=None)
+    rs.render_still(bpy, scene, args.out.resolve())
     print(scene.cloth_solver.last_report)
 
 

@@ -89,8 +89,8 @@ def limit_strain(x, edges, rest_length, inv_mass, tether_verts, tether_anchors, 
             wi, wj = inv_mass[i], inv_mass[j]
             if wi + wj == 0.0:
                 continue
-            # scalars, not (3,) temporaries: those were allocated per edge, and a pass took
-            # ten times longer (docs/solver.md, "Strain limiter")
+            # scalars, not (3,) temporaries: numba allocates those per edge, which made a pass
+            # many times slower (docs/solver.md, "Strain limiter")
             dx, dy, dz = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
             l = np.sqrt(dx * dx + dy * dy + dz * dz)
             lmax = (1.0 + max_strain) * rest_length[e]

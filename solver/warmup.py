@@ -1,7 +1,7 @@
 """Compile every kernel a bake uses, ahead of the first bake: ``python -m solver warmup``.
 
-numba compiles the solver's kernels the first time they run (20-35 s, minutes on a busy
-machine) and caches them on disk (``NUMBA_CACHE_DIR``). The add-on runs this module in a
+numba compiles the solver's kernels the first time they run (tens of seconds, more on a busy
+machine: docs/benchmarks.md, "Install to first frame") and caches them on disk (``NUMBA_CACHE_DIR``). The add-on runs this module in a
 separate process when it is enabled, so that the user's first *Bake Cloth* loads the kernels
 instead of compiling them. It simulates a few frames of tiny scenes that together take every
 path a bake can take: both models and every explicit integrator, with and without

@@ -47,7 +47,7 @@ ANALYTIC_CCD_GAP = 0.1  # fraction of a sphere's/plane's gap enforced during the
 SLACK = 2e-3
 # Cloth–cloth contacts predicted at a step's start can also enter the implicit solve, as
 # collider contacts do. Off: they cut the resolves repeated after the strain limiter, but the
-# 4k self-colliding drape took 1.2× as long (more implicit solves; docs/solver.md,
+# self-colliding drape took longer with them (more implicit solves; docs/solver.md,
 # "Cloth–cloth contacts inside the implicit solve")
 SELF_CONTACTS_IN_SOLVE = False
 
