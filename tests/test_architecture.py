@@ -65,3 +65,43 @@ def test_every_public_name_of_the_solver_resolves():
 
     for name in solver.__all__:
         assert getattr(solver, name) is not None, name
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOLVER.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_solver_modules_import_each_other_without_a_cycle():
+    """Data flows one way: no chain of imports between the solver's modules (a lazy import
+    inside a function counts) leads back to where it started. A cycle means two modules hold
+    halves of one thing; move the shared part into one of them (hinge geometry lives in
+    geometry.py, which the bending force imports, never the other way round)."""
+    modules = {_module_name(f): f for f in SOLVER.rglob("*.py")}
+    graph = {}
+    for name, f in modules.items():
+        package = name if f.name == "__init__.py" else name.rpartition(".")[0]
+        deps = set()
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                base = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+                deps |= {t for t in [target, *(f"{target}.{a.name}" for a in node.names)]
+                         if t in modules and t != name}
+        graph[name] = deps
+    done, on_path = set(), []
+
+    def visit(name):
+        if name in on_path:
+            cycle = on_path[on_path.index(name):] + [name]
+            raise AssertionError("import cycle: " + " -> ".join(cycle))
+        if name in done:
+            return
+        on_path.append(name)
+        for dep in sorted(graph[name]):
+            visit(dep)
+        on_path.pop()
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name)
