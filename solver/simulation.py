@@ -24,7 +24,7 @@ import numpy as np
 from . import threads
 from .collision.pipeline import CollisionHandler, CollisionStats
 from .collision.self_untangle import tangled_vertices, untangle_self
-from .collision.untangle import untangle
+from .collision.untangle import uncross, untangle
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .forces.seams import seam_gaps
@@ -57,12 +57,12 @@ class FrameReport:
     potential_energy_j: float
     collision_pairs: int = 0            # proximity contacts + continuous collisions handled
     impact_zones: int = 0               # rigid impact zones formed (the last-resort fail-safe)
-    deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/closed mesh
+    deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/solid mesh
     self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
     collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
     newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
     retries: int = 0                    # tries of this frame that blew up (then finer steps)
-    untangled: int = 0                  # vertices moved out of colliders before the frame
+    untangled: int = 0                  # vertices moved out and clear of colliders before it
     tangled_pairs: int = 0              # intersecting cloth triangle pairs at the frame's start
     step_refinement: int = 1            # the solver's steps divided this many times finer
     seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
@@ -217,6 +217,8 @@ class Simulation:
             return None
         colliders = self.solver.collisions.colliders.frame(f)
         untangled = tangled = 0
+        # the frame's time includes its untangling, which can cost a frame's worth
+        start = time.perf_counter()
         if self._untangling:
             untangled, tangled = self._untangle(colliders.start, dt)
             self._untangling = untangled > 0 or tangled > 0
@@ -227,7 +229,6 @@ class Simulation:
         wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t + 0.5 * dt)
         # as many threads as the cores other programs leave free (results do not depend on it)
         threads.governor().before_frame()
-        start = time.perf_counter()
         try:
             info, retries = self._step_with_retries(t, dt, ft, wind)
         except BlowUpError as exc:
@@ -252,29 +253,33 @@ class Simulation:
         return rep
 
     def _untangle(self, state, dt: float) -> tuple[int, int]:
-        """Move the vertices inside colliders out (collision/untangle.py) and, with
-        self-collision, the regions of the cloth passed through itself back
-        (collision/self_untangle.py), then hold the material's strain limit by positions alone,
-        alternately, at most UNTANGLE_ROUNDS times. Returns (how many vertices the first
-        collider move moved, intersecting cloth pairs at the start); the vertices of pairs
-        still intersecting are left out of this frame's self-contacts."""
+        """Move the vertices inside colliders out and the cloth's triangles clear of collider
+        triangles that cross them (collision/untangle.py) and, with self-collision, the regions
+        of the cloth passed through itself back (collision/self_untangle.py), then hold the
+        material's strain limit by positions alone, alternately, at most UNTANGLE_ROUNDS
+        times. Returns (how many vertices the first collider moves moved, intersecting cloth
+        pairs at the start); the vertices of pairs still intersecting are left out of this
+        frame's self-contacts."""
         s = self.solver
         h = s.collisions
         moved = untangle(h, s.x, s.v, s.inv_mass, state)
+        pierced, lifted = uncross(h, s.x, s.inv_mass, state)
         crossed = tangled = untangle_self(h, s.x, s.inv_mass) if h.self_collision else 0
-        for _ in range(UNTANGLE_ROUNDS if moved or crossed else 0):
+        for _ in range(UNTANGLE_ROUNDS if len(moved) or pierced or crossed else 0):
             v = s.v.copy()
             limited = s._limit_strain(dt, only_if_over=True)
             s.v = v  # the limiter's correction must not become velocity
-            again = untangle(h, s.x, s.v, s.inv_mass, state) if limited else 0
+            again = len(untangle(h, s.x, s.v, s.inv_mass, state)) if limited or pierced else 0
+            pierced = uncross(h, s.x, s.inv_mass, state)[0] if pierced or again or limited \
+                else 0
             crossed = untangle_self(h, s.x, s.inv_mass) if crossed else 0
-            if not again and not crossed:
+            if not again and not pierced and not crossed:
                 break
         h.excluded = None
         if tangled:
             left = tangled_vertices(h, s.x)
             h.excluded = left if left.any() else None
-        return moved, tangled
+        return len(np.union1d(moved, lifted)), tangled
 
     def _step_with_retries(self, t, dt, ft, wind):
         """The solver's step_frame, retried from the frame's start with steps half as long

@@ -216,19 +216,24 @@ def vertex_neighbours(edges: np.ndarray, vertex_count: int) -> tuple[np.ndarray,
 
 
 
+def components(vertex_count: int, edges: np.ndarray) -> np.ndarray:
+    """The connected part of each of vertex_count vertices joined by edges (E, 2), numbered
+    from 0, (V,) int64."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    graph = coo_matrix((np.ones(len(e)), (e[:, 0], e[:, 1])), shape=(vertex_count, vertex_count))
+    return connected_components(graph, directed=False)[1].astype(np.int64)
+
+
 def welds(pairs: np.ndarray, vertex_count: int) -> np.ndarray:
     """For every vertex, the lowest vertex it is joined to through ``pairs`` (E, 2) (seams:
     a vertex sewn to a vertex sewn to a third joins all three), itself if none; (V,) int64.
     Contact tests treat vertices with the same entry as one point."""
     if len(pairs) == 0:
         return np.arange(vertex_count, dtype=np.int64)
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    p = np.asarray(pairs, dtype=np.int64)
-    graph = coo_matrix((np.ones(len(p)), (p[:, 0], p[:, 1])),
-                       shape=(vertex_count, vertex_count))
-    _, label = connected_components(graph, directed=False)
+    label = components(vertex_count, pairs)
     lowest = np.full(label.max() + 1, vertex_count, dtype=np.int64)
     np.minimum.at(lowest, label, np.arange(vertex_count))
     return lowest[label]

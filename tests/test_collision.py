@@ -1,7 +1,7 @@
 """Collisions with both models: drapes, fast drops, moving colliders, self-contact, friction.
 
 Every scenario checks the guarantee with the independent measurements of the frame report
-(deepest penetration by distance or ray parity, intersecting triangle pairs by an orientation
+(deepest penetration by distance or winding number, intersecting triangle pairs by an orientation
 test) and with its own geometry, and checks that the physics around the contact is right.
 Meshes are small so the whole file runs in seconds once the kernels are compiled.
 """
@@ -15,6 +15,7 @@ import pytest
 from solver import ClothSetup, Collider, MaterialParams, PolyMesh, SimulationSpec, SolverSettings
 from solver.mesh import grid_mesh
 from solver.simulation import simulate
+from bodies import uv_sphere
 from scenarios import simulate_cloth
 
 G = 9.81
@@ -90,27 +91,6 @@ def test_rest_on_plane_without_jitter(model):
     for x in r.positions[12:]:  # landed after ~6 frames
         assert np.all(np.abs(x[:, 2] - gap) < 1e-6)  # at the contact distance, still
     assert r.frames[-1].kinetic_energy_j < 1e-9
-
-
-def uv_sphere(radius, center, segments=32, rings=16) -> PolyMesh:
-    """Blender's UV sphere: a pole vertex at each end, rings of quads, triangle fans at the
-    poles (outward faces)."""
-    c = np.asarray(center, dtype=np.float64)
-    th = np.pi * np.arange(1, rings) / rings
-    ph = 2 * np.pi * np.arange(segments) / segments
-    ring = np.stack([np.outer(np.sin(th), np.cos(ph)), np.outer(np.sin(th), np.sin(ph)),
-                     np.repeat(np.cos(th)[:, None], segments, axis=1)], axis=-1).reshape(-1, 3)
-    pos = c + radius * np.concatenate([[[0.0, 0.0, 1.0]], ring, [[0.0, 0.0, -1.0]]])
-    bottom = len(pos) - 1
-
-    def at(r, k):
-        return 1 + (r - 1) * segments + k % segments
-
-    faces = [(0, at(1, k), at(1, k + 1)) for k in range(segments)]
-    faces += [(at(r, k), at(r + 1, k), at(r + 1, k + 1), at(r, k + 1))
-              for r in range(1, rings - 1) for k in range(segments)]
-    faces += [(bottom, at(rings - 1, k + 1), at(rings - 1, k)) for k in range(segments)]
-    return PolyMesh.from_faces(pos, faces)
 
 
 def ridge_step(end_height):

@@ -6,26 +6,11 @@ that starts outside is never moved."""
 import numpy as np
 import pytest
 
-from solver import (ClothSetup, Collider, PolyMesh, SimulationSpec, SolverSettings, grid_mesh,
-                    load_preset, simulate)
+from bodies import uv_sphere
+from solver import (ClothSetup, Collider, SimulationSpec, SolverSettings, grid_mesh, load_preset,
+                    simulate)
 
 RADIUS = 0.3
-
-
-def _uv_sphere(r, nu=24, nv=12):
-    """A closed UV sphere of radius r at the origin (quads, triangle fans at the poles)."""
-    th = np.pi * np.arange(1, nv) / nv
-    ph = 2 * np.pi * np.arange(nu) / nu
-    ring = np.stack([np.outer(np.sin(th), np.cos(ph)), np.outer(np.sin(th), np.sin(ph)),
-                     np.repeat(np.cos(th)[:, None], nu, 1)], 2).reshape(-1, 3)
-    pos = r * np.concatenate([[[0, 0, 1]], ring, [[0, 0, -1]]])
-    last = len(pos) - 1
-    faces = [[0, 1 + j, 1 + (j + 1) % nu] for j in range(nu)]
-    faces += [[1 + i * nu + j, 1 + (i + 1) * nu + j, 1 + (i + 1) * nu + (j + 1) % nu,
-               1 + i * nu + (j + 1) % nu] for i in range(nv - 2) for j in range(nu)]
-    base = 1 + (nv - 2) * nu
-    faces += [[base + j, last, base + (j + 1) % nu] for j in range(nu)]
-    return PolyMesh.from_faces(pos, faces)
 
 
 def _sheet_in(collider, height, frames=8):
@@ -38,7 +23,7 @@ def _sheet_in(collider, height, frames=8):
 @pytest.mark.parametrize("kind", ["sphere", "mesh"])
 def test_a_sheet_2cm_inside_a_sphere_is_out_from_the_first_frame_and_stays_out(kind):
     col = (Collider(kind="sphere", center=(0, 0, 0), radius=RADIUS) if kind == "sphere"
-           else Collider(kind="mesh", mesh=_uv_sphere(RADIUS)))
+           else Collider(kind="mesh", mesh=uv_sphere(RADIUS, segments=24, rings=12)))
     r = _sheet_in(col, RADIUS - 0.02)  # the sheet's centre 2 cm below the top
     assert r.error is None
     start = r.positions[0]

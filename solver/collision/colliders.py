@@ -18,7 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec import Collider
-from ..topology import canonical_triangles, unique_edges
+from ..topology import canonical_triangles, components, unique_edges
+
+
+# An open mesh collider encloses an inside when its holes, closed by fans, cover at most this
+# fraction of its surface: a body scanned without a bottom or with a neck hole (a sphere
+# without its lowest fifth: 0.2), but not a floor quad (1) or a bowl (0.5 and more)
+SOLID_HOLES = 0.4
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,12 @@ class ColliderSet:
         mesh_group: the collider (index among mesh colliders) of each vertex (Vc,);
         mesh_gap, mesh_mu, mesh_closed: per mesh collider (G,); mesh_closed marks watertight
         meshes, for which "inside" is defined.
+        mesh_orientation: per mesh collider (G,), +1 where its faces' normals (by their corner
+        order) point out of it, −1 where the whole mesh is turned inside out.
+        mesh_solid: per mesh collider (G,): it encloses an inside (closed, or open with holes
+        that cover at most SOLID_HOLES of its surface: a scanned body, not a floor or a bowl).
+        cap_edges, cap_loop: the boundary edges of the solid open meshes (B, 2), each as its
+        face runs it, and the hole (boundary loop) of each (B,).
     """
 
     def __init__(self, colliders: tuple[Collider, ...], cloth_thickness: float, fps: float,
@@ -139,6 +151,20 @@ class ColliderSet:
         self.mesh_thickness = np.array([float(c.thickness) for c in meshes])
         self.mesh_closed = np.array([_is_closed(t - s) for t, s in
                                      zip(tris, self._mesh_ranges[:-1])], dtype=bool)
+        self.mesh_orientation = np.array([_orientation(t, self._mesh_rest) for t in tris],
+                                         dtype=np.int64)
+        # holes, closed by a fan per boundary loop for inside/outside (inside.py)
+        holes = [_holes(t, self._mesh_rest) for t in tris]
+        self.mesh_solid = np.array([closed or hole <= SOLID_HOLES * area for closed, (_, _, hole,
+                                    area) in zip(self.mesh_closed, holes)], dtype=bool)
+        edges = [h[0] for h, solid in zip(holes, self.mesh_solid) if solid]
+        loops, count = [], 0
+        for h, solid in zip(holes, self.mesh_solid):
+            if solid:
+                loops.append(h[1] + count)
+                count += int(h[1].max(initial=-1)) + 1
+        self.cap_edges = np.concatenate(edges) if edges else np.zeros((0, 2), np.int64)
+        self.cap_loop = np.concatenate(loops) if loops else np.zeros(0, np.int64)
 
     @property
     def has_mesh(self) -> bool:
@@ -178,3 +204,43 @@ def _is_closed(tris: np.ndarray) -> bool:
     forward = np.bincount(inverse[(inverse >= 0) & (directed[:, 0] < directed[:, 1])],
                           minlength=len(edges))
     return bool(np.all(count == 2) and np.all(forward == 1))
+
+
+def _orientation(tris: np.ndarray, positions: np.ndarray) -> int:
+    """+1 if the triangles' normals point outwards on the whole, else −1: the sign of the
+    volume they enclose as seen from their centroid (for an open mesh, the volume of the
+    cone over its faces from there)."""
+    p = positions[tris]
+    p = p - p.reshape(-1, 3).mean(axis=0)
+    volume = np.einsum("ij,ij->i", p[:, 0], np.cross(p[:, 1], p[:, 2])).sum()
+    return 1 if volume >= 0.0 else -1
+
+
+def _holes(tris: np.ndarray, positions: np.ndarray):
+    """The holes of a triangle mesh: (boundary edges (B, 2) as their faces run them, the loop
+    of each (B,), area of the fans that close the loops from their centroids [m²], area of the
+    mesh [m²]). A boundary edge is one side of exactly one triangle."""
+    sides = np.stack([tris, np.roll(tris, -1, axis=1)], axis=2).reshape(-1, 2)
+    _, inverse = unique_edges(sides)
+    count = np.bincount(inverse[inverse >= 0], minlength=inverse.max(initial=-1) + 1)
+    edges = sides[(inverse >= 0) & (count[np.maximum(inverse, 0)] == 1)]
+    p = positions[tris]
+    area = 0.5 * float(np.linalg.norm(np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]),
+                                      axis=1).sum())
+    if len(edges) == 0:
+        return edges, np.zeros(0, np.int64), 0.0, area
+    loop = components(len(positions), edges)[edges[:, 0]]
+    _, loop = np.unique(loop, return_inverse=True)
+    centre = cap_centres(edges, loop.ravel(), positions)
+    c = centre[loop.ravel()]
+    fan = 0.5 * np.linalg.norm(np.cross(positions[edges[:, 0]] - c, positions[edges[:, 1]] - c),
+                               axis=1).sum()
+    return edges, loop.ravel(), float(fan), area
+
+
+def cap_centres(edges: np.ndarray, loop: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The centroid of each hole's boundary vertices (L, 3) [m]: where its fan meets."""
+    L = int(loop.max(initial=-1)) + 1
+    total = np.zeros((L, 3))
+    np.add.at(total, loop, positions[edges[:, 0]])
+    return total / np.maximum(np.bincount(loop, minlength=L), 1)[:, None]

@@ -3,7 +3,8 @@
 These do not reuse the proximity or continuous tests: triangle–triangle intersection is decided
 from signs of orientation determinants (an edge of one triangle crosses the other triangle),
 with a 2-D test for coplanar pairs, and "inside a closed mesh" from the parity of ray
-crossings. They count what a user would see as a failure:
+crossings (the yarn model's report; the cloth's uses winding numbers, inside.py, which also
+hold for open bodies and overlapping parts). They count what a user would see as a failure:
 
 * self-intersections: pairs of cloth triangles without a shared (or sewn) vertex that intersect;
 * collider crossings: pairs (cloth triangle, collider triangle) that intersect;

@@ -31,7 +31,8 @@ from .colliders import ColliderSet, ColliderState
 from .constraints import ContactSet, merge_deepest
 from .features import mesh_features
 from .impact_zones import ImpactZones
-from .intersections import RAY, analytic_depth, count_intersecting_pairs, mesh_depth
+from .inside import InsideTest
+from .intersections import analytic_depth, count_intersecting_pairs
 from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NEARBY, NX, RECORD, REPULSION, UX,
                            PairTester, closest_per_vertex)
 from .response import apply_contacts
@@ -81,7 +82,7 @@ class IntersectionReport:
 
     Attributes:
         deepest_penetration_m: deepest cloth vertex inside a sphere, behind a plane or inside
-            a closed collider mesh [m].
+            a collider mesh (by its winding number, inside.py) [m].
         self_intersections: intersecting pairs of cloth triangles that share no vertex.
         collider_crossings: intersecting (cloth triangle, collider triangle) pairs.
     """
@@ -126,6 +127,8 @@ class CollisionHandler:
         self.cloth_tree = TriangleTree(model.triangles, model.rest_positions)
         rest = c.state(0).mesh_positions
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
+        # inside/outside of the mesh colliders, closed, open or in touching parts
+        self.inside = InsideTest(c)
         self._pair_cache = None
         # cloth vertices in a cloth–cloth contact or collision on the last resolved path
         self.self_contact_vertices = np.zeros(V, bool)
@@ -452,9 +455,5 @@ class CollisionHandler:
             if len(pairs):
                 crossings = count_intersecting_pairs(pairs, tris, c.mesh_tris, x, X,
                                                      np.zeros(0, np.int64))
-            t = self.collider_tree
-            if c.mesh_closed.any():
-                depth = max(depth, mesh_depth(x, X, c.mesh_tris, c.mesh_group[c.mesh_tris[:, 0]],
-                                              c.mesh_closed, RAY, t.left, t.right, t.first,
-                                              t.order, t.lo, t.hi))
+            depth = max(depth, float(self.inside.depths(x, X).max(initial=0.0)))
         return IntersectionReport(float(depth), int(selfx), int(crossings))

@@ -29,10 +29,9 @@ hold the layers the wrong way round; a frame that starts clean ends the untangli
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .._jit import njit
+from ..topology import components
 from .intersections import _plane_distance, _segment_crosses_triangle, intersecting_pair_mask
 from .vector import cross, dot, load, sub
 
@@ -90,12 +89,6 @@ def piercing_edges(hits, tris, x):
     return rows[:k], dist[:k], normal[:k]
 
 
-def _components(n: int, edges: np.ndarray) -> np.ndarray:
-    """Connected component of each of n nodes joined by edges (E, 2)."""
-    g = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    return connected_components(g, directed=False)[1]
-
-
 def untangle_self(handler, x: np.ndarray, inv_mass: np.ndarray) -> int:
     """One round: move the regions of cloth positions x (V, 3) [m] that passed through another
     layer of the cloth back by a step (see the module docstring), in place; vertices with
@@ -112,10 +105,10 @@ def untangle_self(handler, x: np.ndarray, inv_mass: np.ndarray) -> int:
     sides = sides[np.all(sides < V, axis=1)]
     cut = np.sort(rows[:, 2:], axis=1)
     keep = ~np.isin(sides[:, 0] * V + sides[:, 1], cut[:, 0] * V + cut[:, 1])
-    region = _components(V, sides[keep])
+    region = components(V, sides[keep])
     size = np.bincount(region, minlength=V)
     # contours: intersecting pairs that share a triangle
-    contour = _components(len(tris), hits)[hits[rows[:, 0], 0]]
+    contour = components(len(tris), hits)[hits[rows[:, 0], 0]]
     move = np.zeros_like(x)
     for c in np.unique(contour):
         mine = np.flatnonzero(contour == c)
