@@ -86,3 +86,12 @@ def test_quoted_figure_matches_its_result_file(doc, lineno, quoted, file, path, 
     # at the precision quoted; either rounding of a half is accepted
     assert abs(value - float(text)) <= 0.5 * 10.0 ** -decimals * (1 + 1e-9), (
         f"{where}: the file says {value:.{decimals + 2}f}, the text {quoted}")
+
+
+def test_every_result_file_is_quoted_or_named_by_a_doc():
+    """bench/results/ holds what the docs quote: a result file no doc names is stale (git
+    history keeps old runs), so it goes."""
+    text = "\n".join(doc.read_text(encoding="utf-8") for doc in DOCS if doc.exists())
+    unnamed = [f.name for f in sorted(RESULTS.iterdir())
+               if f.is_file() and f.name not in text and f.stem not in text]
+    assert not unnamed, f"bench/results/ files no doc names: {', '.join(unnamed)}"
