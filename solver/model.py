@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .degenerate import thin_triangles
 from .forces.bending import hinge_coefficients
 from .forces.membrane import triangle_coefficients
 from .forces.seams import seam_coefficients
@@ -38,11 +39,12 @@ class ClothModel:
         membrane_triangles: (M, 3) the membrane's elements: every quad split along both
             diagonals (the energy averaged over the two splits, so no diagonal direction is
             preferred), other polygons fan-split; membrane_area: each one's rest area times its
-            weight (1/2 in a quad) [m²], (M,); membrane_frame_u, membrane_frame_v: warp and weft
+            weight (1/2 in a quad) [m²], 0 for a degenerate one (degenerate.py), (M,); membrane_frame_u, membrane_frame_v: warp and weft
             unit directions in each, (M, 3).
         edges: polygon edges (E, 2) and edge_rest_length [m], (E,): strain is measured on these.
         diagonals: shear diagonals of quads and n-gons, (D, 2), with diagonal_rest_length [m].
-        hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry),
+        hinges: (H, 4) bending hinges (both diagonal splits of every quad, see geometry; none
+            with a degenerate wing),
             hinge_rest_angle [rad], (H,), and hinge_rest_gram [1/m²], (H, 4, 4): the Gram
             matrix of each rest angle's gradient over the hinge's four vertices, the implicit
             solve's constant bending Jacobian (forces/bending.py).
@@ -235,6 +237,9 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
                             minlength=len(diagonals))
     diag_len = np.linalg.norm(pos[diagonals[:, 1]] - pos[diagonals[:, 0]], axis=1)
     hg, hinge_area, hinge_weight = averaged_hinges(mesh, tris, area, pos)
+    # a hinge with a wing of no area has no angle to keep (degenerate.py): no element at all
+    sound = ~(thin_triangles(pos, hg[:, [0, 1, 2]]) | thin_triangles(pos, hg[:, [0, 1, 3]]))
+    hg, hinge_area, hinge_weight = hg[sound], hinge_area[sound], hinge_weight[sound]
     pins = np.asarray(setup.pin_indices, dtype=np.int64)
     w = setup.weights()
     if len(pins) and (pins.min() < 0 or pins.max() >= V):
@@ -249,7 +254,8 @@ def _build_piece(setup: ClothSetup) -> ClothModel:
     diag_k, diag_c = diagonal_spring_coefficients(mat, diag_area, diag_len)
     return ClothModel(
         rest_positions=pos.copy(), triangles=tris, tri_area=area, membrane_triangles=mem_tris,
-        membrane_area=mem_weight * mem_area, membrane_frame_u=mem_u, membrane_frame_v=mem_v,
+        membrane_area=np.where(thin_triangles(pos, mem_tris), 0.0, mem_weight * mem_area),
+        membrane_frame_u=mem_u, membrane_frame_v=mem_v,
         edges=edges, edge_rest_length=rest_len, diagonals=diagonals,
         diagonal_rest_length=diag_len, hinges=hg,
         hinge_rest_angle=hinge_angle, hinge_rest_gram=hinge_gram,

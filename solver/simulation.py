@@ -10,7 +10,15 @@ Witkin's adaptive step halves a step that went wrong ([Baraff1998], docs/referen
 the frame after a rescued one starts with steps twice as long as those that worked, back to the
 solver's own. The state at the start of the frame is restored exactly (positions, velocities
 and what the solver's steps hand on: ClothSolver.carried), so a bake stays deterministic, and a
-bake that never blows up runs as before. The reports count the retries.
+bake that never blows up runs as before. The reports count the retries. A frame whose cloth
+tears apart (an edge stretched past ``torn_strain``: a blow-up that stayed below max_speed, such
+as a degenerate element's) counts as a blow-up too, so a result that exploded is never reported
+as a success.
+
+Degenerate elements of the user's meshes (collapsed faces, zero-length edges, zero-area faces)
+are simulated around (degenerate.py): the solver steps the reduced meshes, and the results are
+expanded back onto every vertex of the user's meshes; ``SimulationResult.notes`` says what was
+done.
 """
 
 from __future__ import annotations
@@ -25,10 +33,12 @@ from . import threads
 from .collision.pipeline import CollisionHandler, CollisionStats
 from .collision.self_untangle import tangled_vertices, untangle_self
 from .collision.untangle import uncross, untangle
+from .degenerate import reduce_spec
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
 from .forces.seams import seam_gaps
 from .model import ClothModel, build_model
+from .topology import triangulate
 from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
 from .solvers import make_solver
 from .spec import SimulationSpec
@@ -40,6 +50,10 @@ MAX_RETRIES = 3
 # Rounds of moving vertices out of colliders and holding the strain limit by positions, before
 # the first frame of a cloth that starts inside a collider (collision/untangle.py)
 UNTANGLE_ROUNDS = 20
+# A frame ends torn (a blow-up) when an edge is stretched past this strain (twice its rest
+# length), or past twice the piece's strain limit where that is larger: no fabric stretches so
+# far, and the strain limiter and the stiffness keep a sound simulation far below it.
+TORN_STRAIN = 1.0
 
 
 @dataclass
@@ -76,8 +90,11 @@ class SimulationResult:
         positions: (k + 1, V, 3) [m]; frame 0 is the initial state, k the frames completed.
         triangles: (T, 3) the triangulation used.
         frames: one FrameReport per completed frame.
-        error: None, or the message of a blow-up naming its frame.
+        error: None, or the message of a blow-up naming its frame (non-finite state, a
+            vertex past max_speed, or the cloth torn apart: ``torn_strain``).
         model_name: the cloth model used.
+        notes: what the solver did that the user should know (degenerate elements simulated
+            around, degenerate.py).
     """
 
     positions: np.ndarray
@@ -85,6 +102,7 @@ class SimulationResult:
     frames: list[FrameReport] = field(default_factory=list)
     error: str | None = None
     model_name: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def report(self) -> dict:
         """JSON-serialisable report: per-frame rows and totals."""
@@ -96,6 +114,7 @@ class SimulationResult:
             "triangles": int(len(self.triangles)),
             "frames_completed": len(self.frames),
             "error": self.error,
+            "notes": list(self.notes),
             "frames": rows,
             "totals": {
                 "wall_time_s": float(sum(wall)),
@@ -129,6 +148,17 @@ def pin_targets(spec: SimulationSpec, model: ClothModel) -> np.ndarray:
             out[:, start:start + n] = np.asarray(c.pin_targets, dtype=np.float64)
         start += n
     return out
+
+
+class TornError(BlowUpError):
+    """An edge was stretched past its torn strain (``torn_strain``) by the end of a frame."""
+
+
+def torn_strain(model: ClothModel) -> np.ndarray:
+    """Strain past which each edge counts as torn apart (TORN_STRAIN, or twice its piece's
+    strain limit where larger), (E,)."""
+    limit = np.array([max(TORN_STRAIN, 2.0 * (m.max_strain or 0.0)) for m in model.materials])
+    return limit[model.piece_of(model.edges[:, 0])] if len(model.edges) else np.zeros(0)
 
 
 def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
@@ -169,17 +199,25 @@ class Simulation:
     def __init__(self, spec: SimulationSpec):
         threads.governor().observe()  # the setup's time serves to judge the first frame
         self.spec = spec
-        self.model = build_model(spec.cloth, spec.seams)
+        # the meshes simulated: the user's, around their degenerate elements (degenerate.py)
+        simulated, self.expansion = reduce_spec(spec)
+        self.model = build_model(simulated.cloth, simulated.seams)
         self.solver = make_solver(self.model, spec.settings, spec.gravity)
         self.solver.collisions = CollisionHandler(self.model, spec.colliders,
                                                   spec.settings.self_collision, spec.fps,
                                                   spec.frames)
-        self._targets = pin_targets(spec, self.model)
+        self._targets = pin_targets(simulated, self.model)
         self._hard = self.model.pin_weights >= 1.0
-        self._positions = np.empty((spec.frames + 1, self.model.vertex_count, 3))
-        self._positions[0] = self.solver.x
-        self.result = SimulationResult(self._positions[:1], self.model.triangles,
-                                       model_name=self.solver.name)
+        self._torn = torn_strain(self.model)
+        x0 = self._user_positions(self.solver.x)
+        self._positions = np.empty((spec.frames + 1,) + x0.shape)
+        self._positions[0] = x0
+        triangles = self.model.triangles if self.expansion is None else np.concatenate(
+            [triangulate(c.mesh)[0] + off
+             for c, off in zip(spec.pieces(), self.expansion.offsets[:-1])])
+        self.result = SimulationResult(
+            self._positions[:1], triangles, model_name=self.solver.name,
+            notes=[] if self.expansion is None else self.expansion.notes())
         self._refinement = 1  # the step refinement the next frame starts with
         # Vertices inside a collider are moved out before each frame from the first on, until
         # a frame starts with none inside (collision/untangle.py)
@@ -188,7 +226,11 @@ class Simulation:
     @property
     def piece_offsets(self) -> np.ndarray:
         """(n + 1,): the vertices of piece i are positions[:, off[i]:off[i + 1]]."""
-        return self.model.piece_offsets
+        return self.model.piece_offsets if self.expansion is None else self.expansion.offsets
+
+    def _user_positions(self, x: np.ndarray) -> np.ndarray:
+        """The solver's positions (V_r, 3) on every vertex of the user's meshes [m]."""
+        return x.copy() if self.expansion is None else self.expansion.expand(x)
 
     @property
     def frame(self) -> int:
@@ -232,9 +274,11 @@ class Simulation:
         try:
             info, retries = self._step_with_retries(t, dt, ft, wind)
         except BlowUpError as exc:
+            advice = ("Check for pins pulled apart or cloth caught between colliders, or try "
+                      "more substeps" if isinstance(exc, TornError) else
+                      "Try more substeps, the implicit model, or a lower stiffness")
             self.result.error = (f"frame {f}: simulation blew up ({exc}); frames 0-{f - 1} are "
-                                 "kept. Try more substeps, the implicit model, or a lower "
-                                 "stiffness.")
+                                 f"kept. {advice}.")
             threads.governor().release()
             return None
         except StepLimitError as exc:
@@ -242,7 +286,7 @@ class Simulation:
             threads.governor().release()
             return None
         wall = time.perf_counter() - start
-        self._positions[f] = self.solver.x
+        self._positions[f] = self._user_positions(self.solver.x)
         rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         rep.retries, rep.step_refinement = retries, self.solver.step_refinement
         rep.untangled, rep.tangled_pairs = untangled, tangled
@@ -295,11 +339,12 @@ class Simulation:
             solver.collision_stats = CollisionStats()
             try:
                 info = solver.step_frame(t, dt, ft, wind)
+                self._check_torn()
                 break
             except BlowUpError as exc:
                 if retries == MAX_RETRIES:
-                    raise BlowUpError(f"{exc}, after {retries} retries with steps down to "
-                                      f"1/{refinement} of the first") from None
+                    raise type(exc)(f"{exc}, after {retries} retries with steps down to "
+                                    f"1/{refinement} of the first") from None
                 solver.restore_frame_state(saved)
                 last = exc
                 refinement *= 2
@@ -308,11 +353,29 @@ class Simulation:
                 if retries == 0:
                     raise
                 # finer steps would exceed max_substeps: the blow-up stands
-                raise BlowUpError(f"{last}; a retry with steps of 1/{refinement} would need "
-                                  "more than max_substeps") from None
+                raise type(last)(f"{last}; a retry with steps of 1/{refinement} would need "
+                                "more than max_substeps") from None
         # the next frame tries steps twice as long as those that worked (Baraff & Witkin)
         self._refinement = max(1, refinement // 2)
         return info, retries
+
+    def _check_torn(self) -> None:
+        """Raise BlowUpError if an edge is stretched past its torn strain (``torn_strain``)."""
+        m = self.model
+        if len(m.edges) == 0:
+            return
+        strain = edge_strain(self.solver.x, m.edges, m.edge_rest_length)
+        over = strain - self._torn
+        e = int(np.argmax(over))
+        if over[e] > 0.0:
+            a, b = (self._user_vertex(int(v)) for v in m.edges[e])
+            raise TornError(f"the cloth tore apart: the edge between vertices {a} and {b} is "
+                              f"stretched {100 * strain[e]:.0f} % (at most "
+                              f"{100 * self._torn[e]:.0f} % counts as cloth)")
+
+    def _user_vertex(self, i: int) -> int:
+        """The user's index of simulated vertex i (pieces numbered one after another)."""
+        return i if self.expansion is None else self.expansion.user_vertex(i)
 
     def run(self, progress: Callable[[dict], None] | None = None) -> SimulationResult:
         """Step to the end (or a blow-up); ``progress`` as in ``simulate``."""

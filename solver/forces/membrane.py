@@ -170,7 +170,8 @@ def membrane_terms(model) -> MembraneTerms:
     u1, u2 = np.sum(d1 * model.membrane_frame_u, 1), np.sum(d2 * model.membrane_frame_u, 1)
     v1, v2 = np.sum(d1 * model.membrane_frame_v, 1), np.sum(d2 * model.membrane_frame_v, 1)
     det = u1 * v2 - u2 * v1
-    ok = np.abs(det) > 1e-14 * np.maximum(model.membrane_area, 1e-300) + 1e-300
+    ok = (np.abs(det) > 1e-14 * np.maximum(model.membrane_area, 1e-300) + 1e-300) \
+        & (model.membrane_area > 0)  # a degenerate triangle has area 0 (model.py)
     inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)  # degenerate triangles get no force
     cu = np.stack([(v1 - v2) * inv, v2 * inv, -v1 * inv], 1)
     cv = np.stack([(u2 - u1) * inv, -u2 * inv, u1 * inv], 1)
