@@ -1,12 +1,13 @@
 """Blender side of the extension: properties, operators and panels (everything that imports bpy).
 
-Register order: numba's cache directory first (it must be set before the solver imports numba),
-then properties -> operators -> panels; unregister in reverse.
+Register order: the solver's packages checked (dependencies.py: a missing one is named with how to
+install it), numba's cache directory (it must be set before the solver imports numba), then
+properties -> operators -> panels; unregister in reverse.
 """
 
 import traceback
 
-from . import storage
+from . import dependencies, storage
 
 
 def _modules():
@@ -20,6 +21,7 @@ def register():
     # run first imported multiprocessing (the first parallel kernel launch does); imported at
     # registration, before any script runs, it does not.
     import multiprocessing  # noqa: F401
+    dependencies.check()
     storage.configure_numba_cache()
     for module in _modules():
         module.register()

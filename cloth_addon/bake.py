@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, Simulation,
-                      SimulationSpec, SolverSettings, Wind, sew_lines)
+                      SimulationSpec, SolverSettings, Wind, set_thread_ceiling, sew_lines)
 from . import bake_status, blender_physics, modifier_stack, shape_keys, units, yarn_bake
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
-                      wind_from_props)
+                      threads_ceiling, wind_from_props)
 from .errors import BakeError
 from .mesh_io import EvaluatedMesh, to_local, vertex_group_weights
 
@@ -72,7 +72,10 @@ class Group:
     wall_time_s: float = 0.0
     max_strain: float = 0.0
     deepest_penetration_m: float = 0.0
-    intersections: int = 0  # most intersecting triangle pairs in one frame
+    # most intersecting triangle pairs in one frame: cloth/collider, and cloth/cloth where
+    # self-collision is on (off, the cloth may pass through itself: that is no error)
+    intersections: int = 0
+    self_collision: bool = True
     retried: dict = field(default_factory=dict)  # scene frame -> tries that blew up
     untangled: int = 0  # vertices moved out of colliders they started inside
     tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
@@ -178,6 +181,7 @@ class BakeJob:
         self.log = log
         self.invalidated: str | None = None
         s = self.scene.cloth_solver
+        set_thread_ceiling(threads_ceiling(s))  # Bake > Performance, from reading the scene on
         self.frame_start, self.frame_end = s.frame_start, s.frame_end
         if self.frame_end <= self.frame_start:
             raise BakeError(f"the bake frame range {self.frame_start}-{self.frame_end} is empty; "
@@ -449,7 +453,9 @@ class BakeJob:
                 sim = Simulation(self._spec(cloth, colliders, batch[0].settings, seams))
             except (MeshError, ParameterError, ValueError) as err:
                 raise BakeError(f"{names}: {err}") from None
-            groups.append(Group(batch, sim))
+            if sim.expansion is not None:  # degenerate elements simulated around
+                self.notes.extend(sim.expansion.notes([f"'{c.obj.name}'" for c in batch]))
+            groups.append(Group(batch, sim, self_collision=batch[0].settings.self_collision))
         return groups
 
     def step(self) -> bool:
@@ -475,7 +481,8 @@ class BakeJob:
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
-        g.intersections = max(g.intersections, rep.self_intersections + rep.collider_crossings)
+        g.intersections = max(g.intersections, rep.collider_crossings
+                              + (rep.self_intersections if g.self_collision else 0))
         g.untangled += rep.untangled
         if rep.tangled_pairs:
             g.tangled_pairs = max(g.tangled_pairs, rep.tangled_pairs)

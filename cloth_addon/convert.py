@@ -98,6 +98,13 @@ def wind_from_props(scene_settings) -> Wind:
                 turbulence_frequency=float(s.wind_frequency), seed=int(s.wind_seed))
 
 
+def threads_ceiling(scene_settings) -> int | None:
+    """The scene's Threads setting (Bake > Performance) as the solver takes it: the most
+    threads any model uses, or None for automatic (solver.set_thread_ceiling)."""
+    s = scene_settings
+    return int(s.threads) if s.threads_mode == "FIXED" else None
+
+
 def collider_from_props(settings) -> tuple[float, float]:
     """A collider object's thickness [m] and friction coefficient."""
     return _round(float(settings.thickness)), _round(float(settings.friction))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import bpy
 
 from . import bake_status, blender_physics, presets, units
@@ -331,29 +333,69 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
         from . import warmup
         compiling = warmup.status_line()
         if compiling:
-            layout.label(text=compiling, icon="TIME")
+            wrapped_label(layout, context, compiling, icon="TIME")
         s = context.object.cloth_solver
         state, text = bake_status.status(context.object, context.scene)
         if s.role in BAKED_ROLES and state == "NOT_BAKED":
-            layout.label(text=text, icon="INFO")
+            wrapped_label(layout, context, text, icon="INFO")
         if s.role in BAKED_ROLES and s.is_baked:
             box = layout.box()
             box.use_property_split = False
             if state == "OUTDATED":  # as Blender's point cache: the bake no longer matches
-                row = box.row()
-                row.alert = True
-                row.label(text=text, icon="ERROR")
+                col = box.column(align=True)
+                col.alert = True
+                wrapped_label(col, context, text, icon="ERROR", inset=BOX_INSET)
                 box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
                                f"({s.bake_model})")
                 box.label(text="Bake again to update")
             else:
-                box.label(text=text, icon="CHECKMARK")
+                wrapped_label(box, context, text, icon="CHECKMARK", inset=BOX_INSET)
             box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
             # Short lines: the box is as narrow as the Properties editor.
             box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm")
             box.label(text=f"Intersections: {s.bake_intersections} triangle pairs at most")
         elif scene.last_report:
-            layout.label(text=scene.last_report)
+            wrapped_label(layout, context, scene.last_report)
+
+
+# A label longer than its row is cut in the middle ("Compiling solve…irst bake only)…"), and
+# the Properties editor is about 320 px wide by default: longer texts are wrapped to its width.
+CHAR_WIDTH = 6.8  # px at resolution scale 1: the widest average of the UI font's prose
+PANEL_INSET = 34  # px the panel's margins and the scroll bar take from the region's width
+BOX_INSET = 20  # px a box's margins take in addition
+ICON_WIDTH = 22  # px an icon and its gap take
+
+
+def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0) -> None:
+    """``text`` as labels, in as many lines as the editor's width needs; the first line has
+    ``icon``, the others a blank of its width so that they line up."""
+    region = getattr(context, "region", None)
+    width = region.width if region is not None and region.width > 1 else 320
+    scale = getattr(context.preferences.system, "ui_scale", 1.0) or 1.0
+    room = width - scale * (PANEL_INSET + inset + (ICON_WIDTH if icon != "NONE" else 0))
+    chars = max(16, int(room / (CHAR_WIDTH * scale)))
+    col = layout.column(align=True)
+    for i, line in enumerate(textwrap.wrap(text, chars, break_on_hyphens=False) or [""]):
+        col.label(text=line, icon=icon if i == 0 else ("BLANK1" if icon != "NONE" else "NONE"))
+
+class PHYSICS_PT_cloth_solver_performance(ClothSolverPanel, bpy.types.Panel):
+    """Threads, as Blender's Render > Performance: automatic or a fixed ceiling."""
+
+    bl_label = "Performance"
+    bl_parent_id = "PHYSICS_PT_cloth_solver_bake"
+    bl_options = {"DEFAULT_CLOSED"}
+    role = {"CLOTH", "COLLIDER", "YARN"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        s = context.scene.cloth_solver
+        col = layout.column(align=True)
+        col.prop(s, "threads_mode")
+        sub = col.column(align=True)
+        sub.enabled = s.threads_mode == "FIXED"
+        sub.prop(s, "threads")
 
 
 classes = (CLOTH_SOLVER_MT_presets, CLOTH_SOLVER_MT_presets_remove, PHYSICS_PT_cloth_solver,
@@ -361,7 +403,8 @@ classes = (CLOTH_SOLVER_MT_presets, CLOTH_SOLVER_MT_presets_remove, PHYSICS_PT_c
            PHYSICS_PT_cloth_solver_damping, PHYSICS_PT_cloth_solver_pinning,
            PHYSICS_PT_cloth_solver_sewing, PHYSICS_PT_cloth_solver_collisions,
            PHYSICS_PT_cloth_solver_quality,
-           PHYSICS_PT_cloth_solver_wind, PHYSICS_PT_cloth_solver_bake)
+           PHYSICS_PT_cloth_solver_wind, PHYSICS_PT_cloth_solver_bake,
+           PHYSICS_PT_cloth_solver_performance)
 
 
 def register():

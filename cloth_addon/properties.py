@@ -229,6 +229,14 @@ def _solver_spec(name: str) -> FieldSpec:
     return next(f.metadata["spec"] for f in dataclasses.fields(SolverSettings) if f.name == name)
 
 
+THREADS_MODE_ITEMS = (
+    ("AUTO", "Auto-Detect", "As many threads as the cores that other programs leave free, "
+                            "judged at every frame"),
+    ("FIXED", "Fixed", "At most the number of threads set below (and fewer while other "
+                       "programs keep cores busy)"),
+)
+
+
 _SOLVER_DEFAULTS = {f.name: f.default for f in dataclasses.fields(SolverSettings)}
 _SUBSTEPS = _solver_spec("substeps")
 _NEWTON = _solver_spec("newton_iterations")
@@ -344,8 +352,9 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
             default="", description="Hash of the cloth's mesh, shape keys and modifiers at bake"),
         "bake_intersections": IntProperty(
             name="Intersections", default=0,
-            description="Most intersecting triangle pairs (cloth/cloth and cloth/collider) in "
-                        "one frame of the bake"),
+            description="Most intersecting triangle pairs in one frame of the bake: "
+                        "cloth/collider, and cloth/cloth where Self Collision is on (off, the "
+                        "cloth may pass through itself)"),
     }
 
 
@@ -391,6 +400,14 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
                         "colliders (Thickness Outer and Friction mapped to ours)"),
         "last_report": StringProperty(name="Last Bake", default="",
                                       description="Summary of the last bake"),
+        # ---- performance (as Blender's Render > Performance > Threads) ----
+        "threads_mode": EnumProperty(
+            name="Threads Mode", items=THREADS_MODE_ITEMS, default="AUTO",
+            description="How many threads Bake Cloth simulates with"),
+        "threads": IntProperty(
+            name="Threads", default=1, min=1, max=1024,
+            description="The most threads Bake Cloth uses, for every model (Threads Mode "
+                        "Fixed)"),
     }
 
 

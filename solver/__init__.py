@@ -23,6 +23,8 @@ from .spec import ClothSetup, Collider, SimulationSpec, Wind
 _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
          "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model",
          "sew_lines": "topology",
+         # the user's Threads setting: the most threads any model uses (threads.py)
+         "set_thread_ceiling": "threads:set_ceiling",
          # yarn-level knits (solver/yarn/, docs/yarn.md); "module:name" renames on export
          "YarnColliders": "yarn", "YarnSimulation": "yarn", "YarnStepError": "yarn",
          "knit_swatch": "yarn",
@@ -47,7 +49,7 @@ __all__ = [
     "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "YarnParams", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
-    "preset_dir", "preset_info", "sew_lines", "simulate",
+    "preset_dir", "preset_info", "set_thread_ceiling", "sew_lines", "simulate",
     "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSimulation", "YarnStepError", "knit_swatch",
     "list_yarn_presets", "load_yarn_preset", "loop_regions", "relax_swatch", "yarn_preset_info",
 ]

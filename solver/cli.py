@@ -47,6 +47,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                      help="result file (.npz with 'positions' [m] and 'triangles')")
     run.add_argument("--report", type=Path, help="also write a JSON report (per frame and totals)")
     run.add_argument("--quiet", action="store_true", help="no per-frame progress on stderr")
+    run.add_argument("--threads", type=_thread_count, metavar="N",
+                     help="use at most N threads (default: as many as the cores other programs "
+                     "leave free)")
     run.set_defaults(command=_run)
 
     presets = commands.add_parser("presets", help="list the material presets")
@@ -61,7 +64,21 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _thread_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a thread count of at least 1, got {text!r}")
+    return count
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.threads is not None:
+        from . import threads  # imported late: it loads numba
+
+        threads.set_ceiling(args.threads)
     knit = _knit_scene_table(args.scene)
     if knit is not None:
         return _run_knit(args, knit)

@@ -93,12 +93,13 @@ class PieceReduction:
         parts = []
         if self.welded:
             merged = [v for g in self.welded for v in g]
+            n = len(self.welded)
             parts.append(f"vertices {_listed(merged)} joined by zero-length edges simulated as "
-                         f"{len(self.welded)} vertex(es)")
+                         + ("one vertex" if n == 1 else f"{n} vertices"))
         gone = np.union1d(self.collapsed, self.flat)
         if len(gone):
-            parts.append(f"face(s) {_listed(gone)} without area left out, their vertices "
-                         "carried by their neighbours")
+            parts.append(f"{'face' if len(gone) == 1 else 'faces'} {_listed(gone)} without area "
+                         "left out, their vertices carried by their neighbours")
         return (f"{name}: {'; '.join(parts)} (Mesh > Clean Up > Merge by Distance, Degenerate "
                 "Dissolve remove such elements)")
 

@@ -13,8 +13,11 @@ bake whose count changes mid-run is bit-identical to a one-thread bake (tested).
 
 Readings: Linux from /proc/stat (only the cores this process may run on), Windows from
 GetSystemTimes. Elsewhere (macOS) there is no cheap reading here and the count is left alone.
-A ``NUMBA_NUM_THREADS`` in the environment is the user's choice and is never changed; a count
-the user sets with ``numba.set_num_threads`` becomes the largest the governor uses. Where the
+A ``NUMBA_NUM_THREADS`` in the environment is the user's choice and is never raised; a count
+the user sets with ``numba.set_num_threads`` becomes the largest the governor uses; and the
+user's Threads setting (the add-on's Bake > Performance, the command line's ``--threads``,
+``set_ceiling``) is a ceiling for every model's kernels, applied at once and kept at every
+frame boundary (None: automatic, as many as the cores other programs leave free). Where the
 OpenMP workers spin long (``_jit.OPENMP_SPINS_LONG``: Debian's Blender 3.4) the governor uses
 more than one thread only while the other cores are clearly idle.
 """
@@ -177,6 +180,7 @@ class ThreadGovernor:
         self._last_t = 0.0
         self._set: int | None = None   # the count this governor last gave numba
         self.count: int | None = None  # the count it decided on (kept after release)
+        self.ceiling: int | None = None  # the user's Threads setting (None: automatic)
         self.margins: tuple[float, float] | None = None  # (drop, raise), chosen at first use
         self.decisions = 0
 
@@ -186,14 +190,25 @@ class ThreadGovernor:
         return cls(enabled="NUMBA_NUM_THREADS" not in os.environ)
 
     def _cap(self) -> int:
+        """The largest count now: numba's or the user's, under the ceiling."""
         now = numba.get_num_threads()
         if self.most is None or (self._set is not None and now != self._set):
             self.most = now  # numba's count at first use, or one the user set since
-        if self.margins is None:  # the threading layer is known once numba has started it
-            spinning = _jit.OPENMP_SPINS_LONG and numba.threading_layer() == "omp"
-            self.margins = ((SPINNING_DROP_MARGIN, SPINNING_RAISE_MARGIN) if spinning
-                            else (DROP_MARGIN, RAISE_MARGIN))
-        return max(1, min(self.most, numba.config.NUMBA_NUM_THREADS))
+        cap = max(1, min(self.most, numba.config.NUMBA_NUM_THREADS))
+        return cap if self.ceiling is None else min(cap, self.ceiling)
+
+    def set_ceiling(self, count: int | None) -> None:
+        """The most threads any kernel uses from now on (the user's Threads setting), or None
+        for automatic; applied at once, also where the governor is off."""
+        if count is not None and (int(count) != count or count < 1):
+            raise ValueError(f"threads: expected a count of at least 1 or None, got {count!r}")
+        self._cap()  # learn numba's own count before changing it
+        self.ceiling = None if count is None else int(count)
+        top = self._cap()
+        now = numba.get_num_threads()
+        # lower a count above the ceiling; raise one this governor lowered before
+        if now > top or (now < top and self._set == now):
+            self._apply(top)
 
     def observe(self) -> None:
         """Take a first reading now (a simulation is being set up), so that the first frame
@@ -208,6 +223,10 @@ class ThreadGovernor:
         if not self.enabled:
             return numba.get_num_threads()
         most = self._cap()
+        if self.margins is None:  # the threading layer is known once numba has started it
+            spinning = _jit.OPENMP_SPINS_LONG and numba.threading_layer() == "omp"
+            self.margins = ((SPINNING_DROP_MARGIN, SPINNING_RAISE_MARGIN) if spinning
+                            else (DROP_MARGIN, RAISE_MARGIN))
         now = self.clock()
         if self._last is None or now - self._last_t > self.stale_s:
             self._last, self._last_t = self.reader(), now
@@ -228,7 +247,7 @@ class ThreadGovernor:
         """Give the thread that stepped back its full count (a simulation ended); the decided
         count is kept for the next simulation's first frames."""
         if self.enabled and self._set is not None and self.most is not None:
-            self._apply(max(1, min(self.most, numba.config.NUMBA_NUM_THREADS)))
+            self._apply(self._cap())
 
     def _apply(self, count: int) -> None:
         if numba.get_num_threads() != count:
@@ -246,6 +265,17 @@ def governor() -> ThreadGovernor:
     if _governor is None:
         _governor = ThreadGovernor.from_environment()
     return _governor
+
+
+def set_ceiling(count: int | None) -> None:
+    """The most threads any model's kernels use from now on, in this process's thread that
+    steps simulations (the user's Threads setting); None: automatic."""
+    governor().set_ceiling(count)
+
+
+def ceiling() -> int | None:
+    """The user's Threads setting in force (None: automatic)."""
+    return governor().ceiling
 
 
 def set_governor(g: ThreadGovernor | None) -> ThreadGovernor | None:

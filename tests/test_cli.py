@@ -155,6 +155,21 @@ def test_quiet_suppresses_progress(tmp_path, capsys, fake_simulate):
     assert capsys.readouterr().err == ""
 
 
+def test_threads_sets_the_solver_threads_ceiling(tmp_path, capsys, fake_simulate, monkeypatch):
+    from solver import threads
+
+    seen = []
+    monkeypatch.setattr(threads, "set_ceiling", seen.append)
+    scene = str(write_scene(tmp_path, SCENE))
+    assert main(["run", scene, "--out", str(tmp_path / "r.npz"), "--quiet", "--threads", "1"]) == 0
+    assert seen == [1]
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as info:
+            main(["run", scene, "--out", str(tmp_path / "r.npz"), "--threads", bad])
+        assert info.value.code == 2
+    assert "expected a thread count of at least 1, got '0'" in capsys.readouterr().err
+
+
 def test_out_name_is_kept_exactly(tmp_path, fake_simulate):
     out = tmp_path / "result.data"
     assert main(["run", str(write_scene(tmp_path, SCENE)), "--out", str(out), "--quiet"]) == 0

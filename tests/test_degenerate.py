@@ -95,7 +95,7 @@ def test_the_note_names_the_vertices_and_faces():
     assert info["face"] in r.collapsed
     note = r.note("'Cloth'")
     assert note.startswith("'Cloth': vertices " + ", ".join(str(v) for v in sorted(info["quad"])))
-    assert f"face(s) {info['face']} without area" in note
+    assert f"face {info['face']} without area" in note
 
 
 def test_pins_uvs_and_seams_follow_the_merged_vertices():

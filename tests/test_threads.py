@@ -284,3 +284,48 @@ def test_the_next_simulation_starts_with_the_count_decided_last(restore_threads)
     g.observe()
     m.advance(0.05)
     assert g.before_frame() == 2
+
+
+# ---- the user's Threads setting: a ceiling for every model ----
+
+@two_threads
+def test_the_threads_setting_is_a_ceiling_applied_at_once_and_at_every_frame(restore_threads):
+    m = Machine()
+    g = ThreadGovernor(reader=m.read, most=2, min_interval_s=0.0, clock=lambda: m.t)
+    threads.set_governor(g)
+    numba.set_num_threads(2)
+    threads.set_ceiling(1)
+    assert threads.ceiling() == 1 and numba.get_num_threads() == 1  # before any frame
+    m.advance(1.0)                                    # every core free
+    assert g.before_frame() == 1
+    g.release()
+    assert numba.get_num_threads() == 1
+    threads.set_ceiling(None)                         # back to automatic: the count it had
+    assert numba.get_num_threads() == 2 and g.most == 2
+    m.advance(1.0)
+    assert g.before_frame() == 2
+    with pytest.raises(ValueError, match="threads: expected a count of at least 1"):
+        threads.set_ceiling(0)
+
+
+@two_threads
+def test_the_threads_setting_holds_where_numba_num_threads_turned_the_governor_off(
+        restore_threads):
+    g = ThreadGovernor(enabled=False)
+    threads.set_governor(g)
+    numba.set_num_threads(2)
+    threads.set_ceiling(1)
+    assert g.before_frame() == 1 == numba.get_num_threads()
+    threads.set_ceiling(None)
+    assert numba.get_num_threads() == 2
+
+
+@two_threads
+def test_a_simulation_runs_under_the_threads_setting(restore_threads):
+    threads.set_governor(ThreadGovernor())
+    numba.set_num_threads(2)
+    threads.set_ceiling(1)
+    counts = []
+    spec = SimulationSpec(ClothSetup(grid_mesh((0.3, 0.3), (5, 5))), frames=3)
+    assert simulate(spec, progress=lambda _: counts.append(numba.get_num_threads())).error is None
+    assert counts == [1, 1, 1] and numba.get_num_threads() == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 
 import bpy
 import pytest
@@ -39,6 +40,23 @@ def test_register_and_unregister_repeatedly(addon_module, scratch_root):
     obj = cloth(n=3, frames=(1, 2))  # the re-registered properties work
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     assert obj.data.shape_keys.key_blocks[-1].name == "cloth_0002"
+
+
+def test_a_blender_without_numpy_is_told_what_to_install(monkeypatch):
+    """Debian's Blender 3.4 without python3-numba (and so without numpy) ended enabling the
+    add-on in a raw "No module named 'numpy'"; registration now names the missing package and
+    the command that installs it into the Python this Blender runs, before touching anything."""
+    monkeypatch.setitem(sys.modules, "numpy", None)  # import numpy fails, as without it
+    with pytest.raises(ImportError) as info:
+        addon().register()
+    message = str(info.value)
+    assert "Cloth Solver needs numpy, scipy and numba" in message
+    assert "which lacks numpy (" in message
+    if sys.prefix.startswith("/usr"):  # Debian's blender: the system's Python, apt
+        assert "sudo apt install python3-numpy python3-scipy python3-numba" in message
+    else:
+        assert f'"{sys.executable}" -m pip install numpy scipy numba' in message
+    assert _registered()
 
 
 def test_material_properties_come_from_the_parameter_table():

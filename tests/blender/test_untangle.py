@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import bpy
-from scenes import cloth, evaluated_world, mesh_object, solver
+from scenes import addon, cloth, evaluated_world, mesh_object, solver
 
 
 def test_a_cloth_started_inside_a_sphere_collider_is_moved_out():
@@ -29,6 +29,32 @@ def test_a_cloth_that_starts_intersecting_itself_is_separated_and_the_summary_sa
     """One cloth object of two 20 cm sheets, one tilted 25° through the other
     (solver/collision/self_untangle.py): with self-collision on, the bake separates them before
     the first simulated frame, leaves no intersecting pair in any frame and says so."""
+    obj = _tangled()
+    obj.cloth_solver.self_collision = True
+    scene = bpy.context.scene
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    report = scene.cloth_solver.last_report
+    assert "the cloth started intersecting itself (" in report, report
+    assert "separated over 1 frame(s)" in report, report
+    assert " 0 intersecting triangle pairs at most" in report, report
+
+
+def test_with_self_collision_off_passing_through_itself_is_not_reported_as_an_error():
+    """Self-collision off (the default) lets the cloth pass through itself: the two sheets stay
+    crossed in every frame, and the summary and the panel count only what is an error then
+    (cloth/collider crossings), not those pairs."""
+    obj = _tangled()
+    assert not obj.cloth_solver.self_collision
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    summary = job.run()
+    frames = job.groups[0].simulation.result.frames
+    assert all(f.self_intersections > 0 for f in frames)  # crossed all along
+    assert summary.intersections == 0 == obj.cloth_solver.bake_intersections
+    assert " 0 intersecting triangle pairs at most" in summary.text()
+
+
+def _tangled():
+    """One cloth object of two 20 cm sheets, one tilted 25° through the other, baked 1-4."""
     g = solver().grid_mesh((0.2, 0.2), (11, 11), (0.0, 0.0, 0.0))
     flat = g.positions.copy()
     tilted = g.positions.copy()
@@ -39,11 +65,6 @@ def test_a_cloth_that_starts_intersecting_itself_is_separated_and_the_summary_sa
                       list(faces) + [np.asarray(f) + len(flat) for f in faces],
                       location=(0, 0, 1))
     obj.cloth_solver.role = "CLOTH"
-    obj.cloth_solver.self_collision = True
     scene = bpy.context.scene
     scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = 1, 4
-    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
-    report = scene.cloth_solver.last_report
-    assert "the cloth started intersecting itself (" in report, report
-    assert "separated over 1 frame(s)" in report, report
-    assert " 0 intersecting triangle pairs at most" in report, report
+    return obj
