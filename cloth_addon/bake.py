@@ -290,7 +290,7 @@ class BakeJob:
         # switches the modifiers that bake muted back on), so it is off while frames are read.
         with shape_keys.previous_bake_hidden(cloths):
             for obj in cloths:
-                warning = blender_physics.cloth_modifier_warning(obj)
+                warning = blender_physics.cloth_modifier_warning(obj, self.scene)
                 if warning:
                     self.warnings.append(warning)
                 note = modifier_stack.note(obj)

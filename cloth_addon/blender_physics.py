@@ -1,5 +1,6 @@
 """Blender's own physics settings as inputs to a bake: Collision modifiers as colliders, Wind and
-Turbulence force fields as wind, and Blender's Cloth modifier kept out of the way.
+Turbulence force fields as wind, and Blender's Cloth modifier kept out of the way, its settings
+taken over in one click (Take Cloth Modifier Settings: ``take_cloth_modifier``).
 
 The mapping and its assumptions are in docs/user-guide.md, "Blender's own physics"; in short:
 
@@ -24,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..solver import IMPLICIT_SUBSTEPS
 
 FIELD_TYPES = ("WIND", "TURBULENCE")
 # Blender's wind noise (effect.cc, wind_func) adds sign * (r / f) * noise / 128 to the strength,
@@ -89,14 +92,88 @@ def cloth_modifiers_off(objects):
             mod.show_viewport = True
 
 
-def cloth_modifier_warning(obj) -> str | None:
+def cloth_modifier_warning(obj, scene) -> str | None:
     mods = cloth_modifiers(obj)
     if not mods:
         return None
     names = ", ".join(f"'{m.name}'" for m in mods)
+    hint = ""
+    if take_cloth_modifier(obj, mods[0], scene, apply=False):
+        hint = (f"; its settings differ from ours: Take Cloth Modifier Settings (Cloth Solver "
+                f"panel) takes {', '.join(TAKEN)}")
     return (f"cloth '{obj.name}' has Blender's Cloth modifier {names}: its simulation is not "
             "used (the bake reads the mesh without it); it is switched off after the bake with "
-            "the other modifiers, and Free Bake switches it back on")
+            f"the other modifiers, and Free Bake switches it back on{hint}")
+
+
+# ---- Cloth modifier -> our settings ----
+
+# What Take Cloth Modifier Settings takes: the settings that mean the same here. Blender's mass,
+# stiffness, damping and air viscosity are per vertex and in its own units (their effect
+# depends on the mesh resolution), and its collision distances make up for its discrete
+# collisions: none of them maps onto an SI material (docs/blender-conventions.md).
+TAKEN = ("pin group", "self-collision", "sewing", "quality steps", "cache frame range")
+BLENDER_QUALITY = 5  # Blender's default Quality Steps, which our implicit default stands for
+
+
+def cloth_modifier(obj):
+    """The object's Blender Cloth modifier (the first one on in viewports, else the first; a
+    bake switches it off), or None."""
+    mods = [m for m in obj.modifiers if m.type == "CLOTH"]
+    return next((m for m in mods if m.show_viewport), mods[0] if mods else None)
+
+
+def substeps_for_quality(quality: int) -> int:
+    """Our implicit model's steps per frame for Blender's Quality Steps: Blender's default is
+    our default, and a scene that asks for more or fewer steps gets proportionally more or
+    fewer (Blender's own implicit solver needs about 2.5 times ours to stay stable)."""
+    return max(1, round(IMPLICIT_SUBSTEPS * quality / BLENDER_QUALITY))
+
+
+def cache_range(mods) -> tuple[int, int]:
+    """The frames the Cloth modifiers' caches cover together (the bake range is the scene's)."""
+    return (min(int(m.point_cache.frame_start) for m in mods),
+            max(int(m.point_cache.frame_end) for m in mods))
+
+
+def take_cloth_modifier(obj, mod, scene, apply: bool = True, frames=None) -> list[str]:
+    """Take ``mod``'s settings that map onto ours (TAKEN) into ``obj``, and its cache range (or
+    ``frames``, several modifiers' ``cache_range``) into the scene's bake range; returns what
+    changes (or would change, with ``apply`` False), for the user. The object becomes a
+    cloth."""
+    s, settings, coll = obj.cloth_solver, mod.settings, mod.collision_settings
+    changes = []
+
+    def take(target, name, value, text):
+        if getattr(target, name) != value:
+            changes.append(text)
+            if apply:
+                setattr(target, name, value)
+
+    take(s, "role", "CLOTH", "role Cloth")
+    pins = settings.vertex_group_mass
+    if pins and pins in obj.vertex_groups:
+        take(s, "pin_group", pins, f"pin group '{pins}'")
+    take(s, "self_collision", bool(coll.use_self_collision),
+         f"self-collision {'on' if coll.use_self_collision else 'off'}")
+    take(s, "use_sewing", bool(settings.use_sewing_springs),
+         f"sewing {'on' if settings.use_sewing_springs else 'off'}")
+    if s.solver == "IMPLICIT":  # the explicit model finds its stable step itself
+        steps = substeps_for_quality(int(settings.quality))
+        custom = steps != IMPLICIT_SUBSTEPS
+        if custom != s.use_custom_substeps or (custom and s.substeps != steps):
+            changes.append(f"quality {settings.quality} steps as {steps} substeps")
+            if apply:
+                s.use_custom_substeps = custom
+                if custom:
+                    s.substeps = steps
+    start, end = frames or cache_range([mod])
+    b = scene.cloth_solver
+    if (b.frame_start, b.frame_end) != (start, end) and end > start:
+        changes.append(f"frames {start}-{end}")
+        if apply:
+            b.frame_start, b.frame_end = start, end
+    return changes
 
 
 # ---- Force fields -> wind ----

@@ -16,7 +16,7 @@ import time
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
-from . import bake, presets, warmup
+from . import bake, blender_physics, presets, warmup
 from .errors import BakeError
 
 # Seconds of simulation per modal timer event: long enough to be efficient, short enough that
@@ -210,6 +210,40 @@ class CLOTH_SOLVER_OT_free_bake(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class CLOTH_SOLVER_OT_take_cloth_modifier(bpy.types.Operator):
+    """Make the object a cloth with its Blender Cloth modifier's pin group, self-collision,
+    sewing, quality steps and cache frame range (blender_physics.TAKEN); the material stays
+    ours (Blender's mass and stiffness have no SI meaning)"""
+
+    bl_idname = "cloth_solver.take_cloth_modifier"
+    bl_label = "Take Cloth Modifier Settings"
+    bl_options = {"REGISTER", "UNDO"}
+
+    all_objects: BoolProperty(name="All Objects",
+                              description="Every object of the scene with a Cloth modifier")
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None
+
+    def execute(self, context):
+        objects = ([o for o in context.scene.objects if o.type == "MESH"] if self.all_objects
+                   else [context.object] if context.object is not None else [])
+        mods = {o: blender_physics.cloth_modifier(o) for o in objects}
+        mods = {o: m for o, m in mods.items() if m is not None}
+        taken = []
+        for obj, mod in mods.items():  # the bake range covers every modifier's cache
+            changes = blender_physics.take_cloth_modifier(
+                obj, mod, context.scene, frames=blender_physics.cache_range(mods.values()))
+            taken.append(f"'{obj.name}' ('{mod.name}'): {', '.join(changes) or 'nothing new'}")
+        if not taken:
+            self.report({"ERROR"}, "No Blender Cloth modifier to take settings from")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Took from Blender's Cloth modifier: {'; '.join(taken)}. The "
+                              "material stays ours (choose a preset)")
+        return {"FINISHED"}
+
+
 class CLOTH_SOLVER_OT_preset_apply(bpy.types.Operator):
     """Set the active object's cloth material from a preset"""
 
@@ -274,8 +308,9 @@ class CLOTH_SOLVER_OT_preset_remove(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_preset_apply,
-           CLOTH_SOLVER_OT_preset_save, CLOTH_SOLVER_OT_preset_remove)
+classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_take_cloth_modifier,
+           CLOTH_SOLVER_OT_preset_apply, CLOTH_SOLVER_OT_preset_save,
+           CLOTH_SOLVER_OT_preset_remove)
 
 
 def register():

@@ -119,6 +119,7 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
         layout = self.layout
         s = context.object.cloth_solver
         layout.row().prop(s, "role", expand=True)
+        _draw_take_cloth_modifier(layout, context)
         layout.use_property_split = True
         if s.role == "CLOTH":
             layout.prop(s, "solver")
@@ -150,6 +151,24 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
                              icon="BLANK1")
         else:
             layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")
+
+
+def _draw_take_cloth_modifier(layout, context):
+    """The one click that switches a shot made for Blender's own cloth: on an object with a
+    Cloth modifier whose settings differ from ours (blender_physics.take_cloth_modifier)."""
+    ob = context.object
+    mod = blender_physics.cloth_modifier(ob)
+    if mod is None or ob.cloth_solver.role == "YARN":
+        return
+    if not blender_physics.take_cloth_modifier(ob, mod, context.scene, apply=False):
+        return
+    row = layout.row(align=True)
+    row.operator("cloth_solver.take_cloth_modifier", icon="MOD_CLOTH")
+    others = sum(1 for o in context.scene.objects if o is not ob and o.type == "MESH"
+                 and blender_physics.cloth_modifier(o) is not None)
+    if others:
+        row.operator("cloth_solver.take_cloth_modifier", text=f"All ({others + 1})"
+                     ).all_objects = True
 
 
 def _draw_yarn(layout, ob):

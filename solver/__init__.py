@@ -25,6 +25,8 @@ _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate
          "sew_lines": "topology",
          # the user's Threads setting: the most threads any model uses (threads.py)
          "set_thread_ceiling": "threads:set_ceiling",
+         # the implicit model's steps per frame unless set (SolverSettings.substeps = None)
+         "IMPLICIT_SUBSTEPS": "solvers.implicit:DEFAULT_SUBSTEPS",
          # yarn-level knits (solver/yarn/, docs/yarn.md); "module:name" renames on export
          "YarnColliders": "yarn", "YarnSimulation": "yarn", "YarnStepError": "yarn",
          "knit_swatch": "yarn",
@@ -43,7 +45,7 @@ def __getattr__(name):
 
 
 __all__ = [
-    "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
+    "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
     "Display", "FieldSpec",
     "MaterialParams",
     "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",

@@ -112,6 +112,55 @@ def test_blenders_cloth_modifier_is_not_simulated_and_is_switched_off_with_a_war
     assert mod.show_viewport and mod.show_render
 
 
+def test_a_scene_made_for_blenders_cloth_switches_in_one_click():
+    """A curtain set up for Blender's cloth: pinned by the Cloth modifier's pin group, with
+    self-collision, 10 quality steps, sewing and a 1-6 cache, on an object without our role.
+    The bake's warning offers the conversion; one click takes all of it (and says so), and the
+    curtain then hangs from its pins over frames 1-6."""
+    obj = grid("Curtain", 5, location=(0, 0, 1))
+    vg = obj.vertex_groups.new(name="Pins")
+    vg.add([20, 24], 1.0, "REPLACE")
+    mod = obj.modifiers.new("Cloth", "CLOTH")
+    mod.settings.vertex_group_mass = "Pins"
+    mod.settings.quality = 10
+    mod.settings.use_sewing_springs = True
+    mod.collision_settings.use_self_collision = True
+    mod.point_cache.frame_start, mod.point_cache.frame_end = 1, 6
+    other = grid("Flag", 3, location=(3, 0, 1))
+    other.modifiers.new("Cloth", "CLOTH").point_cache.frame_end = 4
+    bpy.context.view_layer.objects.active = obj
+    taken = addon().cloth_addon.blender_physics.take_cloth_modifier(obj, mod, bpy.context.scene,
+                                                                    apply=False)
+    assert taken == ["role Cloth", "pin group 'Pins'", "self-collision on", "sewing on",
+                     "quality 10 steps as 4 substeps", "frames 1-6"]
+    assert obj.cloth_solver.role == "NONE"  # only looked
+    assert bpy.ops.cloth_solver.take_cloth_modifier() == {"FINISHED"}
+    s, scene = obj.cloth_solver, bpy.context.scene.cloth_solver
+    assert (s.role, s.pin_group, s.self_collision, s.use_sewing) == ("CLOTH", "Pins", True, True)
+    assert (s.use_custom_substeps, s.substeps) == (True, 4)
+    assert (scene.frame_start, scene.frame_end) == (1, 6)
+    assert other.cloth_solver.role == "NONE"  # the active object only, unless asked
+    assert bpy.ops.cloth_solver.take_cloth_modifier(all_objects=True) == {"FINISHED"}
+    assert other.cloth_solver.role == "CLOTH"
+    other.cloth_solver.role = "NONE"
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    assert job.frames == 5
+    summary = job.run()
+    assert not any("Take Cloth Modifier Settings" in w for w in summary.warnings)  # taken
+    top = evaluated_world(obj, 6)[[20, 24]]
+    np.testing.assert_allclose(top, evaluated_world(obj, 1)[[20, 24]], atol=1e-6)  # pinned
+    assert evaluated_world(obj, 6)[:5, 2].max() < 0.99  # the free edge falls
+
+
+def test_the_cloth_modifier_warning_offers_its_settings():
+    obj = cloth(n=3, frames=(1, 2), location=(0, 0, 1))
+    obj.modifiers.new("Cloth", "CLOTH").point_cache.frame_end = 48
+    summary = addon().cloth_addon.bake.BakeJob(bpy.context).run()
+    assert any(w.endswith("its settings differ from ours: Take Cloth Modifier Settings (Cloth "
+                          "Solver panel) takes pin group, self-collision, sewing, quality steps, "
+                          "cache frame range") for w in summary.warnings), summary.warnings
+
+
 # ---- Force fields ----
 
 def test_a_wind_field_adds_a_wind_along_its_z_axis():
