@@ -453,8 +453,8 @@ class BakeJob:
                 sim = Simulation(self._spec(cloth, colliders, batch[0].settings, seams))
             except (MeshError, ParameterError, ValueError) as err:
                 raise BakeError(f"{names}: {err}") from None
-            if sim.expansion is not None:  # degenerate elements simulated around
-                self.notes.extend(sim.expansion.notes([f"'{c.obj.name}'" for c in batch]))
+            # degenerate elements simulated around, vertices where the cloth is split
+            self.notes.extend(sim.notes([f"'{c.obj.name}'" for c in batch]))
             groups.append(Group(batch, sim, self_collision=batch[0].settings.self_collision))
         return groups
 

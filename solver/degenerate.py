@@ -14,6 +14,10 @@ are carried by their neighbours:
 - a vertex of left-out polygons only is carried by the nearest segment of its polygons' other
   vertices (on it, when the corners lie in a line), unless a pin of weight 1 holds it.
 
+Vertices that lie on one another without an edge between them are not degenerate: the cloth is
+split there (pattern pieces meeting, a mesh whose faces were never joined). They are simulated
+as they are, and ``notes`` says where (``split_vertices``).
+
 ``reduce_spec`` turns a SimulationSpec into the spec actually simulated and an ``Expansion``
 that maps its positions back onto every vertex of the user's meshes; the vertices keep their
 starting offsets from what carries them, so frame 0 is the input exactly. Zero-area triangles
@@ -30,7 +34,7 @@ import numpy as np
 
 from .mesh import MeshError, PolyMesh
 from .spec import ClothSetup, SimulationSpec
-from .topology import polygon_diagonal_pairs, polygon_edge_pairs
+from .topology import polygon_diagonal_pairs, polygon_edge_pairs, welds
 
 # An edge shorter than this fraction of the mesh's median edge, or a polygon or triangle thinner
 # than this fraction of its longest edge, is degenerate (for a 5 cm mesh: 0.05 mm; Blender's
@@ -288,10 +292,14 @@ def _repeats(idx, offsets) -> np.ndarray:
     if len(idx) == 0:
         return np.zeros(F, dtype=bool)
     f_of = np.repeat(np.arange(F), np.diff(offsets))
-    key = np.stack([f_of, idx], 1)
-    uniq, counts = np.unique(key, axis=0, return_counts=True)
+    # corners sorted by vertex within each face (a stable sort of the vertices, then of the
+    # faces): a repeat is two neighbours with the same face and vertex
+    order = np.argsort(idx, kind="stable")
+    order = order[np.argsort(f_of[order], kind="stable")]
+    v, f = idx[order], f_of[order]
+    same = (v[1:] == v[:-1]) & (f[1:] == f[:-1])
     out = np.zeros(F, dtype=bool)
-    out[uniq[counts > 1, 0]] = True
+    out[f[1:][same]] = True
     return out
 
 
@@ -408,16 +416,6 @@ class Expansion:
         r = self.pieces[piece]
         return int(self.offsets[piece]) + (local if r is None else int(r.kept[local]))
 
-    def notes(self, names=None) -> list[str]:
-        """One line per piece that had degenerate elements (``names``: the pieces' names)."""
-        out = []
-        for i, r in enumerate(self.pieces):
-            if r is not None:
-                name = names[i] if names is not None else (
-                    "the mesh" if len(self.pieces) == 1 else f"piece {i}")
-                out.append(r.note(name))
-        return out
-
 
 def reduce_spec(spec: SimulationSpec) -> tuple[SimulationSpec, Expansion | None]:
     """The spec simulated around degenerate elements (module docstring) and the Expansion of
@@ -445,3 +443,51 @@ def reduce_spec(spec: SimulationSpec) -> tuple[SimulationSpec, Expansion | None]
     reduced = dataclasses.replace(
         spec, cloth=cloth[0] if isinstance(spec.cloth, ClothSetup) else cloth, seams=seams)
     return reduced, Expansion(reductions, offsets, red_offsets)
+
+
+def split_vertices(setup: ClothSetup, reduction: PieceReduction | None = None) -> np.ndarray:
+    """Vertices of the piece's faces that lie on another one (in one cell of DEGENERATE times
+    the median edge) without being simulated as one with it (``reduction``'s welds) or sewn to
+    it: the cloth is split there, (n,) sorted."""
+    mesh = setup.mesh
+    if mesh.face_count == 0:
+        return np.zeros(0, dtype=np.int64)
+    pos = mesh.positions
+    pairs, _ = polygon_edge_pairs(mesh)
+    length = np.linalg.norm(pos[pairs[:, 1]] - pos[pairs[:, 0]], axis=1)
+    positive = length[length > 0]
+    used = np.unique(mesh.face_indices)
+    if len(positive) == 0:
+        return np.zeros(0, dtype=np.int64)
+    cell = np.floor(pos[used] / (DEGENERATE * np.median(positive))).astype(np.int64)
+    _, group, count = np.unique(cell, axis=0, return_inverse=True, return_counts=True)
+    group = group.ravel()
+    if not np.any(count > 1):
+        return np.zeros(0, dtype=np.int64)
+    joins = [np.asarray(setup.seams, dtype=np.int64).reshape(-1, 2)]
+    for g in (reduction.welded if reduction is not None else ()):
+        joins.append(np.stack([np.full(len(g) - 1, g[0]), g[1:]], 1))
+    label = welds(np.concatenate(joins), mesh.vertex_count)[used]
+    distinct = np.unique(np.stack([group, label], 1), axis=0)
+    apart = np.bincount(distinct[:, 0], minlength=len(count)) > 1
+    return used[apart[group]]
+
+
+def notes(spec: SimulationSpec, expansion: Expansion | None, names=None) -> list[str]:
+    """What the user should know about the meshes of ``spec``, one line per piece that has
+    something: degenerate elements simulated around (``expansion``) and vertices where the
+    cloth is split. ``names``: the pieces' names (default "the mesh", "piece i")."""
+    pieces = spec.pieces()
+    out = []
+    for i, setup in enumerate(pieces):
+        name = names[i] if names is not None else (
+            "the mesh" if len(pieces) == 1 else f"piece {i}")
+        reduction = expansion.pieces[i] if expansion is not None else None
+        if reduction is not None:
+            out.append(reduction.note(name))
+        split = split_vertices(setup, reduction)
+        if len(split):
+            out.append(f"{name}: vertices {_listed(split)} lie on other vertices without an "
+                       "edge between them: the cloth is split there (Mesh > Clean Up > Merge "
+                       "by Distance joins them, loose edges with Sewing on sew them)")
+    return out

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import threads
+from . import degenerate, threads
 from .collision.pipeline import CollisionHandler, CollisionStats
 from .collision.self_untangle import tangled_vertices, untangle_self
 from .collision.untangle import uncross, untangle
@@ -93,8 +93,8 @@ class SimulationResult:
         error: None, or the message of a blow-up naming its frame (non-finite state, a
             vertex past max_speed, or the cloth torn apart: ``torn_strain``).
         model_name: the cloth model used.
-        notes: what the solver did that the user should know (degenerate elements simulated
-            around, degenerate.py).
+        notes: what the user should know about the meshes (degenerate elements simulated
+            around, vertices where the cloth is split: degenerate.py).
     """
 
     positions: np.ndarray
@@ -215,9 +215,8 @@ class Simulation:
         triangles = self.model.triangles if self.expansion is None else np.concatenate(
             [triangulate(c.mesh)[0] + off
              for c, off in zip(spec.pieces(), self.expansion.offsets[:-1])])
-        self.result = SimulationResult(
-            self._positions[:1], triangles, model_name=self.solver.name,
-            notes=[] if self.expansion is None else self.expansion.notes())
+        self.result = SimulationResult(self._positions[:1], triangles,
+                                       model_name=self.solver.name, notes=self.notes())
         self._refinement = 1  # the step refinement the next frame starts with
         # Vertices inside a collider are moved out before each frame from the first on, until
         # a frame starts with none inside (collision/untangle.py)
@@ -227,6 +226,11 @@ class Simulation:
     def piece_offsets(self) -> np.ndarray:
         """(n + 1,): the vertices of piece i are positions[:, off[i]:off[i + 1]]."""
         return self.model.piece_offsets if self.expansion is None else self.expansion.offsets
+
+    def notes(self, names=None) -> list[str]:
+        """What the user should know about the meshes (degenerate elements simulated around,
+        vertices where the cloth is split: degenerate.notes), naming the pieces ``names``."""
+        return degenerate.notes(self.spec, self.expansion, names)
 
     def _user_positions(self, x: np.ndarray) -> np.ndarray:
         """The solver's positions (V_r, 3) on every vertex of the user's meshes [m]."""

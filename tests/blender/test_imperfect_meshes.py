@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 import pytest
 
-from scenes import cloth, evaluated_world, key_state, same_key_state
+from scenes import cloth, evaluated_world, key_state, mesh_object, same_key_state, solver
 
 N = 6  # vertices per side
 
@@ -68,3 +68,17 @@ def test_a_cloth_torn_apart_fails_the_bake_and_keeps_the_previous_one():
                                            r"tore apart: the edge between vertices"):
         bpy.ops.cloth_solver.bake()
     assert same_key_state(before, key_state(obj))
+
+
+def test_a_cloth_split_along_duplicate_vertices_bakes_and_the_summary_says_where():
+    """Two halves whose faces never share their middle row of vertices (an STL import, or
+    Split): the bake simulates them as they are, and the summary names the vertices."""
+    g = solver().grid_mesh((1.0, 0.5), (4, 3), (0.0, -0.25, 0.0))
+    h = solver().grid_mesh((1.0, 0.5), (4, 3), (0.0, 0.25, 0.0))
+    obj = mesh_object("Split", np.concatenate([g.positions, h.positions]),
+                      list(g.faces()) + [f + 12 for f in h.faces()], location=(0, 0, 1))
+    obj.cloth_solver.role = "CLOTH"
+    bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 3
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    assert ("'Split': vertices 8, 9, 10, 11, 12, … lie on other vertices without an edge "
+            "between them: the cloth is split there") in bpy.context.scene.cloth_solver.last_report
