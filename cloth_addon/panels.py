@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import bpy
 
 from . import bake_status, blender_physics, presets, units
@@ -150,7 +148,7 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
                 layout.label(text=f"thickness {1e3 * thickness:.3g} mm, friction {mu:.2f}",
                              icon="BLANK1")
         else:
-            layout.label(text="Choose Cloth or Collider to take part in Bake Cloth")
+            wrapped_label(layout, context, "Choose Cloth or Collider to take part in Bake Cloth")
 
 
 def _draw_take_cloth_modifier(layout, context):
@@ -378,9 +376,10 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
 
 
 # A label longer than its row is cut in the middle ("Compiling solve…irst bake only)…"), and
-# the Properties editor is about 320 px wide by default: longer texts are wrapped to its width.
-CHAR_WIDTH = 6.8  # px at resolution scale 1: the widest average of the UI font's prose
-PANEL_INSET = 34  # px the panel's margins and the scroll bar take from the region's width
+# the Properties editor is about 320 px wide by default: longer texts are wrapped to its width,
+# measured in the UI font (blf) where it can be, else estimated.
+CHAR_WIDTH = 6.8  # px at resolution scale 1: a wide average of the UI font, when blf cannot tell
+PANEL_INSET = 40  # px the panel's margins and the scroll bar take from the region's width
 BOX_INSET = 20  # px a box's margins take in addition
 ICON_WIDTH = 22  # px an icon and its gap take
 
@@ -392,10 +391,35 @@ def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0
     width = region.width if region is not None and region.width > 1 else 320
     scale = getattr(context.preferences.system, "ui_scale", 1.0) or 1.0
     room = width - scale * (PANEL_INSET + inset + (ICON_WIDTH if icon != "NONE" else 0))
-    chars = max(16, int(room / (CHAR_WIDTH * scale)))
+    measure = _text_width(context, scale)
+    lines, line = [], ""
+    for word in text.split():
+        candidate = f"{line} {word}" if line else word
+        if line and measure(candidate) > room:
+            lines.append(line)
+            candidate = word
+        line = candidate
+    lines.append(line)
     col = layout.column(align=True)
-    for i, line in enumerate(textwrap.wrap(text, chars, break_on_hyphens=False) or [""]):
+    for i, line in enumerate(lines):
         col.label(text=line, icon=icon if i == 0 else ("BLANK1" if icon != "NONE" else "NONE"))
+
+
+def _text_width(context, scale: float):
+    """A function giving a text's width [px] in the UI's font as labels draw it."""
+    try:
+        import blf
+        points = context.preferences.ui_styles[0].widget.points * scale
+        try:
+            blf.size(0, points)
+        except TypeError:  # Blender before 4.0 also takes the dpi
+            blf.size(0, points, 72)
+        if blf.dimensions(0, "Bake Cloth")[0] > 0:  # no fonts without a window
+            return lambda text: blf.dimensions(0, text)[0]
+    except (ImportError, AttributeError, IndexError, ValueError):
+        pass
+    return lambda text: len(text) * CHAR_WIDTH * scale
+
 
 class PHYSICS_PT_cloth_solver_performance(ClothSolverPanel, bpy.types.Panel):
     """Threads, as Blender's Render > Performance: automatic or a fixed ceiling."""

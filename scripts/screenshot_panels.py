@@ -22,7 +22,13 @@ drawn panels:
 - ``sewing.png``: the cloth with Sewing on (its sub-panel opened: it starts closed, like
   Blender's own Shape panel);
 - ``knit_swatch.png``: a 4 × 3 swatch of the repeat k3p1 made by Add > Knit Swatch with Yarn
-  Friction 0.3 (the Yarn role's panel).
+  Friction 0.3 (the Yarn role's panel);
+- ``take_cloth_modifier.png``: a curtain set up for Blender's own cloth (a Cloth modifier with a
+  pin group, self-collision, a 1-48 cache), its role still None: the Take Cloth Modifier
+  Settings button (docs/ui/take_cloth_modifier.png is its bottom 140 px, the Cloth Solver
+  panel);
+- ``performance.png``: the Bake sub-panel's Performance sub-panel opened, Threads Fixed at 2
+  (docs/ui/performance.png is its bottom 130 px).
 
 The pictures in docs/ui/ come from it; docs/ui/sewing.png is its bottom 154 px (the Sewing
 sub-panel alone).
@@ -152,6 +158,28 @@ def steps():
                                              courses=3, friction=0.3)
     yield 1.0
     shot("knit_swatch", win, area)
+    bpy.ops.mesh.primitive_grid_add(x_subdivisions=8, y_subdivisions=8, size=1.0,
+                                    location=(3, 0, 1))
+    curtain = bpy.context.object
+    curtain.name = "Curtain"
+    curtain.vertex_groups.new(name="Pins").add([0, 7], 1.0, "REPLACE")
+    mod = curtain.modifiers.new("Cloth", "CLOTH")
+    mod.settings.vertex_group_mass = "Pins"
+    mod.collision_settings.use_self_collision = True
+    mod.point_cache.frame_start, mod.point_cache.frame_end = 1, 48
+    yield 1.0
+    shot("take_cloth_modifier", win, area)
+    bpy.context.view_layer.objects.active = cloth
+    sc = bpy.context.scene.cloth_solver
+    sc.threads_mode, sc.threads = "FIXED", 2
+    panel = bpy.types.PHYSICS_PT_cloth_solver_performance
+    bpy.utils.unregister_class(panel)
+    opened = type("PHYSICS_PT_cloth_solver_performance_open", (panel,), {"bl_options": set()})
+    bpy.utils.register_class(opened)
+    yield 1.0
+    shot("performance", win, area)
+    bpy.utils.unregister_class(opened)
+    bpy.utils.register_class(panel)
 
 
 run_steps(steps(), first_interval=1.0)
