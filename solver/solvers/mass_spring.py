@@ -1,4 +1,8 @@
-"""Provot mass-spring cloth with explicit integrators and an automatic stable step.
+"""Explicit Provot mass-spring cloth: short stable steps, several times slower than Implicit.
+
+Its steps are as short as stability asks: thousands a frame for stiff fabrics (cotton at 2 cm
+edges), which costs several times the implicit model's time (docs/benchmarks.md, "Cloth
+started through bodies").
 
 Springs: structural (polygon edges), shear (polygon diagonals) and, for bending, either angular
 springs across every edge (the dihedral hinge energy; default) or Provot's skip-one flexion
