@@ -50,6 +50,10 @@ MAX_RETRIES = 3
 # Rounds of moving vertices out of colliders and holding the strain limit by positions, before
 # the first frame of a cloth that starts inside a collider (collision/untangle.py)
 UNTANGLE_ROUNDS = 20
+# Frames before which cloth still through a collider is moved (the first frame's rounds clear a
+# posed garment; what is left after this many, a sheet through a post, is left to the pipeline
+# rather than moved again every frame)
+UNTANGLE_FRAMES = 3
 # A frame ends torn (a blow-up) when an edge is stretched past this strain (twice its rest
 # length), or past twice the piece's strain limit where that is larger: no fabric stretches so
 # far, and the strain limiter and the stiffness keep a sound simulation far below it.
@@ -310,19 +314,29 @@ class Simulation:
         frame's self-contacts."""
         s = self.solver
         h = s.collisions
-        moved = untangle(h, s.x, s.v, s.inv_mass, state)
-        pierced, lifted = uncross(h, s.x, s.inv_mass, state)
+        if self.frame < UNTANGLE_FRAMES:
+            moved = untangle(h, s.x, s.v, s.inv_mass, state)
+            pierced, lifted = uncross(h, s.x, s.inv_mass, state)
+        else:  # what is still through a collider is left to the collision pipeline
+            moved = lifted = np.zeros(0, np.int64)
+            pierced = 0
         crossed = tangled = untangle_self(h, s.x, s.inv_mass) if h.self_collision else 0
         for _ in range(UNTANGLE_ROUNDS if len(moved) or pierced or crossed else 0):
             v = s.v.copy()
             limited = s._limit_strain(dt, only_if_over=True)
             s.v = v  # the limiter's correction must not become velocity
-            again = len(untangle(h, s.x, s.v, s.inv_mass, state)) if limited or pierced else 0
-            pierced = uncross(h, s.x, s.inv_mass, state)[0] if pierced or again or limited \
-                else 0
+            again = len(untangle(h, s.x, s.v, s.inv_mass, state)) \
+                if self.frame < UNTANGLE_FRAMES and (limited or pierced) else 0
+            pierced = uncross(h, s.x, s.inv_mass, state)[0] \
+                if self.frame < UNTANGLE_FRAMES and (pierced or again or limited) else 0
             crossed = untangle_self(h, s.x, s.inv_mass) if crossed else 0
             if not again and not pierced and not crossed:
                 break
+        else:
+            if len(moved) or pierced or crossed:  # the last round's moves are held too
+                v = s.v.copy()
+                s._limit_strain(dt, only_if_over=True)
+                s.v = v
         h.excluded = None
         if tangled:
             left = tangled_vertices(h, s.x)

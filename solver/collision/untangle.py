@@ -129,6 +129,12 @@ def collider_crossing_pairs(handler, x: np.ndarray, state) -> np.ndarray:
     return pairs[hit == 1]
 
 
+# A cloth triangle is lifted over a collider side that pierces it only when the side ends at most
+# this many of the triangle's longest sides beyond it: a coarse body's corner or ridge, not a body
+# that runs on through the cloth (a post through a sheet, left to the collision pipeline)
+LIFT_REACH = 3.0
+
+
 @njit
 def lift_requests(hits, tris, ctris, x, X, outward, gap):
     """How far each cloth triangle of the crossing pairs hits (H, 2) (cloth triangle of tris
@@ -172,10 +178,17 @@ def lift_requests(hits, tris, ctris, x, X, outward, gap):
             if _segment_crosses_triangle(p, q, sp, sq, a0, a1, a2):
                 reach = max(reach, sp, sq)
         if reach > -np.inf:
+            # at most the triangle's longest side a round, and nothing where the body runs on
+            # through the cloth for several of them (a post through a sheet): lifting the cloth
+            # over it would tear it
+            side = np.sqrt(max(dot(sub(a0, a1), sub(a0, a1)), dot(sub(a1, a2), sub(a1, a2)),
+                               dot(sub(a2, a0), sub(a2, a0))))
+            if reach > LIFT_REACH * side:
+                continue
             for r in range(3):
                 vert[k] = tris[t, r]
                 direction[k, 0], direction[k, 1], direction[k, 2] = u
-                dist[k] = reach + gap[b]
+                dist[k] = min(reach + gap[b], side)
                 k += 1
             continue
         for r in range(3):
