@@ -129,6 +129,36 @@ def collider_crossing_pairs(handler, x: np.ndarray, state) -> np.ndarray:
     return pairs[hit == 1]
 
 
+@njit
+def _height_over(p, q, u, a0, a1, a2):
+    """How far [m] segment pq rises along unit u above the plane of triangle a0a1a2 while it is
+    over the triangle (clipped to the prism the triangle sweeps along u); -inf if never over it.
+    A long side of a coarse body that crosses the cloth at a shallow angle rises little over the
+    crossed triangle, however far its end is."""
+    t0, t1 = 0.0, 1.0
+    d = sub(q, p)
+    corners = (a0, a1, a2)
+    for r in range(3):
+        a, b, c = corners[r], corners[(r + 1) % 3], corners[(r + 2) % 3]
+        m = cross(u, sub(b, a))
+        if dot(m, sub(c, a)) < 0.0:  # point it into the triangle
+            m = (-m[0], -m[1], -m[2])
+        f0 = dot(m, sub(p, a))
+        df = dot(m, d)
+        if df == 0.0:
+            if f0 < 0.0:
+                return -np.inf
+        elif df > 0.0:
+            t0 = max(t0, -f0 / df)
+        else:
+            t1 = min(t1, -f0 / df)
+    if t0 > t1:
+        return -np.inf
+    h0 = dot(u, sub(p, a0)) + t0 * dot(u, d)
+    h1 = dot(u, sub(p, a0)) + t1 * dot(u, d)
+    return max(h0, h1)
+
+
 # A cloth triangle is lifted over a collider side that pierces it only when the side ends at most
 # this many of the triangle's longest sides beyond it: a coarse body's corner or ridge, not a body
 # that runs on through the cloth (a post through a sheet, left to the collision pipeline)
@@ -171,19 +201,20 @@ def lift_requests(hits, tris, ctris, x, X, outward, gap):
         for p, q in ((a0, a1), (a1, a2), (a2, a0), (b0, b1), (b1, b2), (b2, b0)):
             size = max(size, np.sqrt(dot(sub(p, q), sub(p, q))))
         eps = 1e-10 * size
-        reach = -np.inf
+        reach = over = -np.inf
         for p, q in ((b0, b1), (b1, b2), (b2, b0)):
             sp = _plane_distance(u, 1.0, a0, p, eps)
             sq = _plane_distance(u, 1.0, a0, q, eps)
             if _segment_crosses_triangle(p, q, sp, sq, a0, a1, a2):
                 reach = max(reach, sp, sq)
+                over = max(over, _height_over(p, q, u, a0, a1, a2))
         if reach > -np.inf:
             # at most the triangle's longest side a round, and nothing where the body runs on
-            # through the cloth for several of them (a post through a sheet): lifting the cloth
-            # over it would tear it
+            # over the triangle for several of them (a post through a sheet): lifting the
+            # cloth over it would tear it
             side = np.sqrt(max(dot(sub(a0, a1), sub(a0, a1)), dot(sub(a1, a2), sub(a1, a2)),
                                dot(sub(a2, a0), sub(a2, a0))))
-            if reach > LIFT_REACH * side:
+            if over > LIFT_REACH * side:
                 continue
             for r in range(3):
                 vert[k] = tris[t, r]
