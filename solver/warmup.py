@@ -6,9 +6,8 @@ separate process when it is enabled, so that the user's first *Bake Cloth* loads
 instead of compiling them. It simulates a few frames of tiny scenes that together take every
 path a bake can take: both models and every explicit integrator, with and without
 self-collision, sphere, plane, static and moving mesh colliders (touching, far away and started
-through), hard
-and soft pins on moving targets, turbulent wind, several pieces at once, a material with and
-without its optional fields.
+through), hard and soft pins on moving targets, turbulent wind, several pieces at once, a
+material with and without its optional fields.
 
 A lock file in the cache directory keeps two warm-ups from running at once (two Blender
 windows starting together); a marker file there records that a warm-up for exactly these
