@@ -157,7 +157,7 @@ def run_ours(scene: str, n: int, frames: int, quality: str, planes, reference=No
     stamps = []
     t0 = time.perf_counter()
     job = bake.BakeJob(bpy.context, log=lambda line: stamps.append(time.perf_counter()))
-    spec = job.groups[0].simulation.spec
+    spec = job.groups[0].spec
     summary = job.run()
     total = time.perf_counter() - t0
     keys = sorted((k for k in cloth.data.shape_keys.key_blocks if k.name.startswith("cloth_")),

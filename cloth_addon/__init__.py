@@ -12,8 +12,8 @@ from . import dependencies, storage
 
 def _modules():
     # Imported here, after the numba cache is configured: they import the solver (and numba).
-    from . import knit, operators, panels, properties
-    return properties, operators, knit, panels
+    from . import knit, operators, panels, play, properties
+    return properties, operators, play, knit, panels
 
 
 def register():

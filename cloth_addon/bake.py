@@ -21,19 +21,25 @@ scene's unit scale (units.py): the solver works in metres, the keys are written 
 
 from __future__ import annotations
 
+import functools
+import sys
 import time
-import traceback
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
 
+import bpy
 import numpy as np
 
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, Simulation,
                       SimulationSpec, SolverSettings, Wind, set_thread_ceiling, sew_lines)
-from . import bake_status, blender_physics, modifier_stack, shape_keys, units, yarn_bake
+from . import (bake_status, blender_physics, disk_cache, modifier_stack, runner, shape_keys, units,
+               yarn_bake)
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       threads_ceiling, wind_from_props)
 from .errors import BakeError
+from .live import LiveView
 from .mesh_io import EvaluatedMesh, to_local, vertex_group_weights
 
 
@@ -65,10 +71,14 @@ class ClothInput:
 
 @dataclass
 class Group:
-    """Cloth objects simulated together (same solver settings) and their simulation."""
+    """Cloth objects simulated together (same solver settings) and their simulation: built by
+    ``factory`` on the runner's thread (runner.py), its frames handed back into ``frames``."""
 
     cloths: list[ClothInput]
-    simulation: Simulation
+    factory: Callable[[], Any]
+    spec: SimulationSpec | None = None  # what a cloth group simulates (None for a yarn)
+    simulation: Any = None  # the stepper, once built
+    frames: list = field(default_factory=list)  # positions (P, 3) world [m]; [0] = first frame
     wall_time_s: float = 0.0
     max_strain: float = 0.0
     deepest_penetration_m: float = 0.0
@@ -99,6 +109,7 @@ class BakeSummary:
     untangled: int = 0  # vertices moved out of colliders they started inside
     tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
     tangled_frames: int = 0  # frames that began with the cloth intersecting itself
+    stopped_of: int | None = None  # a stopped bake: the end frame of the range it was asked for
 
     def text(self) -> str:
         pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
@@ -116,8 +127,10 @@ class BakeSummary:
                     f"pairs) and was separated over {self.tangled_frames} frame(s)")
         skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
         more = "".join(f"; {text}" for text in self.notes + self.warnings)
+        stopped = (f" (stopped: the range was {self.frame_start}-{self.stopped_of})"
+                   if self.stopped_of is not None else "")
         return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
-                f"{self.frame_start}-{self.frame_end} with {'/'.join(self.models)} in "
+                f"{self.frame_start}-{self.frame_end}{stopped} with {'/'.join(self.models)} in "
                 f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}{skip}"
                 f"{more}")
 
@@ -167,6 +180,17 @@ def not_evaluated_reason(obj, view_layer, depsgraph) -> str | None:
 _running: weakref.WeakSet = weakref.WeakSet()
 
 
+def active_jobs(play: bool = False) -> list:
+    """Bakes whose simulation is running (started and not ended); ``play``: also Simulate on
+    Play's (play.py), which run beside the UI without being a bake."""
+    return [job for job in list(_running) if job.running and (play or not job.play)]
+
+
+def shown_jobs() -> list:
+    """Jobs whose frames the live view shows (a bake's, or Simulate on Play's, ended or not)."""
+    return [job for job in list(_running) if job.live is not None]
+
+
 def invalidate_running(reason: str) -> None:
     """Make every unfinished job refuse to go on (``step``/``finish`` raise BakeError)."""
     for job in list(_running):
@@ -205,6 +229,11 @@ class BakeJob:
             shape_keys.check_local(obj)
             shape_keys.check_mesh_owner(obj)
             shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
+        self.cache_folder = disk_cache.folder(self.scene) if disk_cache.enabled(self.scene) \
+            else None
+        if self.cache_folder is not None:
+            for obj in cloths:
+                disk_cache.check_file(obj)
         self.settings = {obj.name: self._solver_settings(obj) for obj in cloths}
         self.materials = {obj.name: self._material(obj) for obj in cloths}
         colliders = self._evaluated(collider_objects(self.scene), context.view_layer, depsgraph)
@@ -229,8 +258,15 @@ class BakeJob:
         self.wind, self.wind_frames = self._wind(field_winds)
         self.groups = self._build(inputs, colliders_read) + yarn_groups
         self.total_frames = len(self.groups) * self.frames
-        self.frames_done = 0
-        self._group = 0
+        self.frames_done = 0  # frames simulated, over all groups
+        self.runner: runner.Runner | None = None
+        self.live: LiveView | None = None
+        self.ended = False  # the runner's thread has ended (done, stopped or failed)
+        self.stopped = False  # Stop: write the frames simulated so far
+        self.stop_requested = self.cancel_requested = False  # the panel's Stop and Cancel
+        self.caches: dict[str, disk_cache.CacheWriter] = {}  # Bake To: Disk Cache, per cloth
+        self.started = 0.0
+        self.play = False  # Simulate on Play's frames (play.py), not (yet) a bake
         _running.add(self)
         if self.log is not None:
             for text in self.skipped:
@@ -260,6 +296,10 @@ class BakeJob:
         if self.invalidated:
             raise BakeError(f"Bake cancelled: {self.invalidated} while baking; nothing was "
                             "written. Bake again")
+
+    def __del__(self):
+        if getattr(self, "runner", None) is not None:
+            self.runner.stop()
 
     @staticmethod
     def _solver_settings(obj) -> SolverSettings:
@@ -424,7 +464,7 @@ class BakeJob:
                 yarn, run = yarn_bake.read_yarn(
                     obj, depsgraph, self.metres, self.frames, pins, units.gravity(scene),
                     frame_rate(scene), colliders)
-                groups.append(Group([yarn], run))
+                groups.append(Group([yarn], run))  # run: builds the YarnRun
         finally:
             scene.frame_set(frame_before)
         return groups
@@ -440,44 +480,119 @@ class BakeJob:
 
     def _build(self, inputs, colliders) -> list[Group]:
         """Cloths with equal solver settings simulate together (one model, shared colliders);
-        before the solver takes several pieces at once, each cloth simulates on its own."""
+        before the solver takes several pieces at once, each cloth simulates on its own. The
+        simulations are built on the runner's thread (building compiles kernels the first
+        time)."""
         batches: dict[SolverSettings, list[ClothInput]] = {}
         for c in inputs:
             batches.setdefault(c.settings, []).append(c)
         groups = []
         for batch in batches.values():
-            names = ", ".join(f"'{c.obj.name}'" for c in batch)
             cloth = batch[0].setup if len(batch) == 1 else tuple(c.setup for c in batch)
             seams = _seams_between(batch, inputs)
-            try:
-                sim = Simulation(self._spec(cloth, colliders, batch[0].settings, seams))
-            except (MeshError, ParameterError, ValueError) as err:
-                raise BakeError(f"{names}: {err}") from None
-            # degenerate elements simulated around, vertices where the cloth is split
-            self.notes.extend(sim.notes([f"'{c.obj.name}'" for c in batch]))
-            groups.append(Group(batch, sim, self_collision=batch[0].settings.self_collision))
+            spec = self._spec(cloth, colliders, batch[0].settings, seams)
+            groups.append(Group(batch, functools.partial(Simulation, spec), spec=spec,
+                                self_collision=batch[0].settings.self_collision))
         return groups
 
-    def step(self) -> bool:
-        """Simulate one frame; False once every group is done. Raises BakeError on a blow-up."""
+    # ---- simulating (runner.py: on a background thread) ----
+
+    def start(self, live: bool = False, ui: bool = False,
+              limit: int | None = None) -> "BakeJob":
+        """Start simulating on the runner's thread; ``live``: show each frame in the viewport
+        as it arrives (live.py); ``ui``: Blender's UI runs meanwhile (leave it a core);
+        ``limit``: simulate that many frames until ``runner.allow`` allows more."""
+        if live:
+            self.live = LiveView()
+        ceiling = threads_ceiling(self.scene.cloth_solver)
+        self.runner = runner.Runner([g.factory for g in self.groups], spare_core=ui,
+                                    prepare=lambda: set_thread_ceiling(ceiling))
+        self.runner.allow(limit)
+        self.runner.start()
+        self.started = time.perf_counter()
+        return self
+
+    @property
+    def frames_kept(self) -> int:
+        """Frames simulated for every group so far (a stopped bake keeps these)."""
+        return max(0, min(len(g.frames) for g in self.groups) - 1) if self.groups else 0
+
+    @property
+    def scene_frame(self) -> int:
+        """The last scene frame simulated for every group."""
+        return self.frame_start + self.frames_kept
+
+    def progress_text(self) -> str:
+        """'frame 16 of 1–48': the last frame simulated for every cloth, in the bake's range."""
+        return f"frame {self.scene_frame} of {self.frame_start}–{self.frame_end}"
+
+    @property
+    def running(self) -> bool:
+        return self.runner is not None and not self.ended
+
+    def stop(self) -> None:
+        """Stop after the frame in progress; ``finish`` then writes the frames simulated so far
+        (``stopped`` is set)."""
+        self.stopped = True
+        if self.runner is not None:
+            self.runner.stop()
+
+    def cancel(self) -> None:
+        """Drop the bake: the thread ends after its step, nothing is written."""
+        if self.runner is not None:
+            self.runner.stop()
+        self._close_live()
+        self._discard_caches()
+        _running.discard(self)
+
+    def update(self, budget_s: float = 0.05, wait_s: float = 0.0) -> bool:
+        """Take the frames the thread has simulated (for at most ``budget_s`` of work, waiting
+        up to ``wait_s`` for the first message); True while the bake goes on. Raises BakeError
+        on a failure (the thread has stopped) or when the bake was invalidated."""
         self._check_valid()
-        if self._group >= len(self.groups):
-            return False
-        g = self.groups[self._group]
-        names = ", ".join(f"'{c.obj.name}'" for c in g.cloths)
-        try:
-            rep = g.simulation.step()
-        except Exception as err:  # a solver bug: stop cleanly, keep the traceback for a report
-            traceback.print_exc()
+        end = time.perf_counter() + budget_s
+        messages = self.runner.poll(limit=1) if wait_s <= 0 else self.runner.wait(wait_s)
+        while messages:
+            for msg in messages:
+                self._receive(msg)
+            if self.ended or time.perf_counter() > end:
+                break
+            messages = self.runner.poll(limit=1)
+        return not self.ended
+
+    def _receive(self, msg) -> None:
+        if isinstance(msg, runner.Ended):
+            self.ended = True
+            return
+        g = self.groups[msg.task]
+        names = ", ".join(f"'{c.name}'" for c in g.cloths)
+        if isinstance(msg, runner.Built):
+            g.simulation = msg.stepper
+            if isinstance(msg.stepper, Simulation):
+                # degenerate elements simulated around, vertices where the cloth is split
+                notes = msg.stepper.notes([f"'{c.name}'" for c in g.cloths])
+                self.notes.extend(notes)
+                for text in notes if self.log is not None else ():
+                    self.log(f"cloth_solver: {text}")
+            g.frames = [np.array(msg.stepper.result.positions[0])]
+            self._show(g, 0)
+            return
+        if isinstance(msg, runner.Failed):
+            self.ended = True
+            self.runner.stop()
+            if msg.error is None:
+                raise BakeError(f"{names}: {msg.message}")
+            if isinstance(msg.error, (MeshError, ParameterError, ValueError)) \
+                    and g.simulation is None:  # the model refused the scene
+                raise BakeError(f"{names}: {msg.error}")
+            print(msg.trace, file=sys.stderr)  # a solver bug: keep the traceback for a report
             raise BakeError(
                 f"{names}: internal solver error at frame "
-                f"{self.frame_start + g.simulation.frame + 1} "
-                f"({type(err).__name__}: {err}); nothing was written and the previous bake is "
-                "unchanged. Please report this with the console output") from err
-        if rep is yarn_bake.UNFINISHED:  # a yarn frame goes on at the next call
-            return True
-        if rep is None:
-            raise BakeError(f"{names}: {g.simulation.result.error}")
+                f"{self.frame_start + len(g.frames)} ({type(msg.error).__name__}: "
+                f"{msg.error}); nothing was written and the previous bake is unchanged. "
+                "Please report this with the console output")
+        rep = msg.report
+        g.frames.append(msg.positions)
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)
@@ -494,66 +609,145 @@ class BakeJob:
             retried = (f", blew up and retried {rep.retries}x: steps 1/{rep.step_refinement} "
                        "of the usual")
         self.frames_done += 1
+        self._show(g, len(g.frames) - 1)
         if self.log is not None:
-            names = ",".join(c.obj.name for c in g.cloths)
-            self.log(f"cloth_solver: frame {self.frame_start + rep.frame} "
-                     f"({self.frames_done}/{self.total_frames}) {names}: "
+            names = ",".join(c.name for c in g.cloths)
+            self.log(f"cloth_solver: frame {self.frame_start + rep.frame} of "
+                     f"{self.frame_start}-{self.frame_end} {names}: "
                      f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%"
                      f"{retried}")
-        if g.simulation.done:
-            self._group += 1
-            if isinstance(g.simulation, yarn_bake.YarnRun):
-                self.notes.append(f"yarn '{g.cloths[0].name}': closest yarns "
-                                  f"{g.simulation.min_clearance_diameters:.2f} diameters apart")
-        return self._group < len(self.groups)
+        if len(g.frames) == self.frames + 1 and isinstance(g.simulation, yarn_bake.YarnRun):
+            self.notes.append(f"yarn '{g.cloths[0].name}': closest yarns "
+                              f"{g.simulation.min_clearance_diameters:.2f} diameters apart")
+
+    def _local(self, g: Group, f: int) -> list:
+        """[(cloth, object-local positions at simulated frame f)] of a group's cloths (the
+        keys' positions before their user-key offsets are taken off)."""
+        offsets = getattr(g.simulation, "piece_offsets", None)
+        world = g.frames[f]
+        out = []
+        for i, c in enumerate(g.cloths):
+            part = world if offsets is None else world[offsets[i]:offsets[i + 1]]
+            out.append((c, to_local(part, c.matrices[f], c.name)))
+        return out
+
+    def _show(self, g: Group, f: int) -> None:
+        """A frame arrived: into the live view and the disk caches (as it is simulated)."""
+        if self.live is None and self.cache_folder is None:
+            return
+        try:
+            for c, local in self._local(g, f):
+                if self.live is not None:
+                    if f == 0:
+                        self.live.begin(c.obj, self.frame_start, local)
+                    else:  # redrawn only where it shows: at or after its frame
+                        self.live.append(c.obj, local,
+                                         shown=self.scene.frame_current >= self.frame_start + f)
+                if self.cache_folder is not None and c.obj.cloth_solver.role == "CLOTH":
+                    if f == 0:
+                        self.caches[c.name] = disk_cache.CacheWriter(
+                            self.cache_folder / disk_cache.file_name(c.obj), len(local),
+                            self.frame_start)
+                    self.caches[c.name].append(local)
+        except ReferenceError:  # the object was deleted: finish() says so
+            pass
+        except OSError as err:
+            raise BakeError(f"writing the disk cache in {self.cache_folder} failed: {err}; "
+                            "nothing was written") from None
+
+    def _close_live(self) -> None:
+        if self.live is not None:
+            self.live.close()
+            self.live = None
+
+    def _discard_caches(self) -> None:
+        for writer in self.caches.values():
+            writer.discard()
+        self.caches = {}
 
     def run(self) -> BakeSummary:
-        """Simulate everything, then write the keys."""
-        while self.step():
-            pass
+        """Simulate everything (on the runner's thread, this one waiting), then write the
+        keys."""
+        if self.runner is None:
+            self.start()
+        try:
+            while self.update(budget_s=1.0, wait_s=0.5):
+                pass
+        except BaseException:
+            self.cancel()
+            raise
         return self.finish()
 
     # ---- writing ----
 
     def finish(self) -> BakeSummary:
         """Replace each cloth's previous bake by the new keys: checks and conversions first, then
-        the writes; should a write fail, every previous bake is put back."""
-        if self.frames_done < self.total_frames:
+        the writes; should a write fail, every previous bake is put back. A stopped bake writes
+        the frames simulated for every cloth so far (at least one)."""
+        kept = self.frames_kept
+        if kept < self.frames and not self.stopped:
             raise RuntimeError("the bake is not finished")
-        self._check_valid()
+        try:
+            self._check_valid()
+            if kept < 1:
+                raise BakeError("Bake stopped before its first frame was simulated; nothing "
+                                "was written")
+            return self._write(kept)
+        finally:
+            self._close_live()
+            self._discard_caches()  # (the accepted ones were moved into place)
+            _running.discard(self)
+
+    def _write(self, kept: int) -> BakeSummary:
+        frame_end = self.frame_start + kept
         # Everything that could stop a write is checked before the first previous bake goes.
         for g in self.groups:
             for c in g.cloths:
-                self._check_writable(c)
+                self._check_writable(c, frame_end)
         start = time.perf_counter()
         writes = []
         for g in self.groups:
-            positions = g.simulation.result.positions
-            offsets = getattr(g.simulation, "piece_offsets", None)
+            per_frame = [self._local(g, f) for f in range(kept + 1)]
             for i, c in enumerate(g.cloths):
-                world = positions if offsets is None else positions[:, offsets[i]:offsets[i + 1]]
-                local = np.stack([to_local(world[f], c.matrices[f], c.obj.name)
-                                  for f in range(len(world))])
+                local = np.stack([frame[i][1] for frame in per_frame])
                 if c.key_offsets is not None:
-                    local -= c.key_offsets
+                    local -= c.key_offsets[:kept + 1]
                 writes.append((c.obj, local, g))
+        # The live view goes first: the keys it would hide are what the user gets now.
+        self._close_live()
+        for writer in self.caches.values():
+            writer.close(frames=kept + 1)
         # The checks above cover every failure we know of; should writing fail anyway (out of
         # memory, a bug), every object written so far gets its previous bake back.
         saved = [shape_keys.save_bake(obj) for obj, _, _ in writes]
-        started = 0
+        started, installed = 0, []
         try:
             for obj, local, _ in writes:
                 started += 1
-                shape_keys.free_bake(obj)
-                shape_keys.write_bake(obj, self.frame_start, local)
+                old_file = obj.cloth_solver.bake_cache_file
+                shape_keys.free_bake(obj, delete_files=False)
+                writer = self.caches.pop(obj.name, None)
+                if writer is None:
+                    shape_keys.write_bake(obj, self.frame_start, local)
+                else:
+                    installed.append(disk_cache.install(writer))
+                    disk_cache.write_bake(obj, self.frame_start, kept + 1, writer.path)
+                if old_file and Path(bpy.path.abspath(old_file)) != \
+                        Path(bpy.path.abspath(obj.cloth_solver.bake_cache_file or "//")):
+                    installed.append(disk_cache.Installed(
+                        Path(bpy.path.abspath(old_file)), None, stale=True))
                 if obj.cloth_solver.role == "CLOTH":  # a yarn's sweep draws on top of its keys
                     shape_keys.mute_modifiers(obj)
         except Exception as err:
             failed = writes[started - 1][0].name
             for (obj, _, _), old in zip(writes[:started], saved):
                 shape_keys.restore_bake(obj, old)
-            raise BakeError(f"writing the keys of '{failed}' failed ({err}); every cloth keeps "
+            for done in reversed(installed):
+                disk_cache.undo(done)
+            raise BakeError(f"writing the bake of '{failed}' failed ({err}); every cloth keeps "
                             "its previous bake") from err
+        for done in installed:
+            disk_cache.commit(done)
         for obj, _, g in writes:
             s = obj.cloth_solver
             bake_status.record(obj)
@@ -562,10 +756,11 @@ class BakeJob:
             s.bake_max_strain = g.max_strain
             s.bake_deepest_penetration = g.deepest_penetration_m
             s.bake_intersections = g.intersections
+            s.bake_stopped_of = self.frame_end if kept < self.frames else 0
         self.scene.frame_set(self.scene.frame_current)
         summary = BakeSummary(
             objects=[c.obj.name for g in self.groups for c in g.cloths],
-            frame_start=self.frame_start, frame_end=self.frame_end,
+            frame_start=self.frame_start, frame_end=frame_end,
             wall_time_s=sum(g.wall_time_s for g in self.groups) + time.perf_counter() - start,
             max_strain=max(g.max_strain for g in self.groups),
             deepest_penetration_m=max(g.deepest_penetration_m for g in self.groups),
@@ -575,12 +770,24 @@ class BakeJob:
             retried=_merged(g.retried for g in self.groups),
             untangled=sum(g.untangled for g in self.groups),
             tangled_pairs=sum(g.tangled_pairs for g in self.groups),
-            tangled_frames=max(g.tangled_frames for g in self.groups))
+            tangled_frames=max(g.tangled_frames for g in self.groups),
+            stopped_of=self.frame_end if kept < self.frames else None)
         self.scene.cloth_solver.last_report = summary.text()
-        _running.discard(self)
         return summary
 
-    def _check_writable(self, cloth: ClothInput) -> None:
+    def had_previous_bake(self) -> list[str]:
+        """Names of this bake's objects that have a bake of their own (what Cancel keeps)."""
+        out = []
+        for g in self.groups:
+            for c in g.cloths:
+                try:
+                    if c.obj.cloth_solver.is_baked:
+                        out.append(c.obj.name)
+                except ReferenceError:
+                    pass
+        return out
+
+    def _check_writable(self, cloth: ClothInput, frame_end: int) -> None:
         """Raise BakeError if the cloth's object changed since the scene was read so that its
         keys cannot be written (the modal bake lets the user go on working while it runs)."""
         obj, vertex_count = cloth.obj, cloth.vertex_count
@@ -597,7 +804,7 @@ class BakeJob:
                             f"{len(obj.data.vertices)} vertices while baking; nothing was "
                             "written. Bake again")
         shape_keys.check_mesh_owner(obj)
-        shape_keys.check_key_names(obj, self.frame_start, self.frame_end)
+        shape_keys.check_key_names(obj, self.frame_start, frame_end)
 
 
 def _seams_between(batch, inputs) -> np.ndarray:

@@ -53,6 +53,11 @@ def suspended():
         _suspended -= 1
 
 
+def is_suspended() -> bool:
+    """True while a bake reads the scene (its frame changes and switches are its own)."""
+    return _suspended > 0
+
+
 def status(obj, scene) -> tuple[str, str]:
     """('NOT_BAKED' | 'BAKED' | 'OUTDATED', text for the panel) of a cloth object."""
     s = obj.cloth_solver
@@ -60,17 +65,49 @@ def status(obj, scene) -> tuple[str, str]:
         return "NOT_BAKED", "Not baked"
     reason = s.bake_outdated
     sc = scene.cloth_solver
-    if not reason and (sc.frame_start, sc.frame_end) != (s.bake_frame_start, s.bake_frame_end):
+    # a stopped bake (Stop keeps the frames simulated so far) is up to date with the range it
+    # was asked for
+    asked = s.bake_stopped_of or s.bake_frame_end
+    if not reason and (sc.frame_start, sc.frame_end) != (s.bake_frame_start, asked):
         reason = (f"the frame range is {sc.frame_start}-{sc.frame_end}, the bake has "
-                  f"{s.bake_frame_start}-{s.bake_frame_end}")
+                  f"{s.bake_frame_start}-{asked}")
     if reason:
         return "OUTDATED", f"Outdated: {reason}"
+    if s.bake_stopped_of:
+        return "BAKED", (f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} of "
+                         f"{s.bake_frame_start}-{s.bake_stopped_of}, stopped ({s.bake_model})")
     return "BAKED", f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} ({s.bake_model})"
+
+
+# Who else wants to know what would make a bake outdated (play.py: Simulate on Play's frames in
+# memory): callables (reason, obj=None, moved=None), obj the cloth concerned (None: the scene),
+# moved None for a changed setting, else True for a move and False for a geometry update (which
+# need not be a change: the watcher compares fingerprints itself).
+_watchers: list = []
+
+
+def watch(fn) -> None:
+    if fn not in _watchers:
+        _watchers.append(fn)
+
+
+def unwatch(fn) -> None:
+    while fn in _watchers:
+        _watchers.remove(fn)
+
+
+def _tell(reason: str, obj=None, moved: bool | None = None) -> None:
+    for fn in list(_watchers):
+        try:
+            fn(reason, obj, moved)
+        except Exception:  # advisory, as the status itself
+            traceback.print_exc()
 
 
 def mark(obj, reason: str) -> bool:
     """Mark a baked cloth outdated (the first reason is kept until the next bake); True if this
     changed its status."""
+    _tell(reason, obj)
     s = obj.cloth_solver
     if s.is_baked and not s.bake_outdated:
         s.bake_outdated = reason
@@ -93,6 +130,7 @@ def mark_scene(scene, reason: str) -> None:
     """Mark every baked cloth of ``scene`` outdated."""
     if scene is None:
         return
+    _tell(reason)
     for obj in scene.objects:
         if obj.type == "MESH" and obj.cloth_solver.role in BAKED_ROLES:
             mark(obj, reason)
@@ -144,6 +182,8 @@ def fingerprint(obj) -> str:
     # counts (a Subdivision level changed after the bake leaves it up to date)
     top = {m.name for m in modifier_stack.on_top(obj) if m.type != "CLOTH"}
     for mod in obj.modifiers:
+        if modifier_stack.is_live(mod):  # a running bake's display, not the user's
+            continue
         if mod.name in top:
             h.update(repr((mod.name, mod.type)).encode())
             continue
@@ -257,12 +297,17 @@ def _check(scene, depsgraph) -> None:
         obj = update.id.original
         if obj.type == "MESH" and obj.cloth_solver.role in BAKED_ROLES:
             s = obj.cloth_solver
+            moved = f"'{obj.name}' was moved"
+            changed = f"the mesh, shape keys or modifiers of '{obj.name}' changed"
+            if obj.mode != "EDIT":
+                _tell(moved if update.is_updated_transform else changed, obj,
+                      update.is_updated_transform)
             if not s.is_baked or s.bake_outdated:
                 continue
             if update.is_updated_transform:
-                mark(obj, f"'{obj.name}' was moved")
+                mark(obj, moved)
             elif obj.mode != "EDIT" and fingerprint(obj) != s.bake_fingerprint:
-                mark(obj, f"the mesh, shape keys or modifiers of '{obj.name}' changed")
+                mark(obj, changed)
         else:
             kind = _input_kind(obj)
             if kind is not None:

@@ -46,6 +46,22 @@ REFINING = {
 SMOOTH_BY_ANGLE = "Smooth by Angle"
 
 
+# The temporary modifier that shows a running bake's frames (live.py): never part of the stack
+# the bake reads or keeps.
+LIVE_NAME = "Cloth Solver Live"
+
+
+def is_live(mod) -> bool:
+    return mod.type == "MESH_CACHE" and mod.name.startswith(LIVE_NAME)
+
+
+def _ours(obj, mod) -> bool:
+    """The live view's modifier, or the Mesh Cache modifier of the object's disk-cache bake
+    (disk_cache.py): the bake's output, never an input of the next bake."""
+    return is_live(mod) or (mod.type == "MESH_CACHE"
+                            and mod.name == obj.cloth_solver.bake_cache_modifier)
+
+
 def refining(mod) -> bool:
     """True for a modifier that sits on top of a bake (see REFINING)."""
     if mod.type == "NODES":
@@ -62,19 +78,20 @@ def cloth_index(obj) -> int:
     """Index in ``obj.modifiers`` of the first enabled refining modifier (the number of
     modifiers if there is none): the cloth is read above it."""
     for i, mod in enumerate(obj.modifiers):
-        if refining(mod) and _enabled(mod):
+        if refining(mod) and _enabled(mod) and not _ours(obj, mod):
             return i
     return len(obj.modifiers)
 
 
 def on_top(obj) -> list:
     """The modifiers that stay on top of the bake: the first refining one and those below it."""
-    return list(obj.modifiers)[cloth_index(obj):]
+    return [m for m in list(obj.modifiers)[cloth_index(obj):] if not _ours(obj, m)]
 
 
 def inputs(obj) -> list:
     """The enabled modifiers above the cloth (their effect goes into the keys)."""
-    return [m for m in list(obj.modifiers)[:cloth_index(obj)] if _enabled(m)]
+    return [m for m in list(obj.modifiers)[:cloth_index(obj)]
+            if _enabled(m) and not _ours(obj, m)]
 
 
 def muted_by_bake(obj) -> list:

@@ -1,10 +1,12 @@
-"""Operators: Bake Cloth (modal with progress and Esc in the UI, synchronous from scripts and
-``blender -b``), Free Bake, and the preset actions.
+"""Operators: Bake Cloth (modal in the UI: the simulation runs on a background thread and each
+frame shows in the viewport as it is simulated; waits for that thread from scripts and
+``blender -b``), Stop and Cancel for a running bake, Free Bake, and the preset actions.
 
 Bake Cloth and Free Bake are one undo step each: Blender pushes it when the operator finishes
-(for the modal bake, on the timer event that writes the keys), never for a cancelled or failed
-bake, which changes nothing. An undo, redo or file load while the modal bake simulates replaces
-the objects it read, so it cancels the bake (handlers below).
+(for the modal bake, on the timer event that writes the keys; a stopped bake writes the frames
+simulated so far and finishes the same way), never for a cancelled or failed bake, which changes
+nothing. An undo, redo or file load while the modal bake simulates replaces the objects it read,
+so it cancels the bake (handlers below).
 """
 
 from __future__ import annotations
@@ -16,14 +18,25 @@ import time
 import bpy
 from bpy.props import BoolProperty, StringProperty
 
-from . import bake, blender_physics, presets, warmup
+from . import bake, blender_physics, live, play, presets, warmup
 from .errors import BakeError
 
-# Seconds of simulation per modal timer event: long enough to be efficient, short enough that
-# the UI stays responsive and Esc is seen promptly.
-MODAL_SLICE_S = 0.1
+# The modal bake's timer: how often it takes the frames the bake's thread simulated (runner.py)
+# and the longest it spends doing so per event (writing them to the live view, live.py).
+TICK_S = 0.05
+UPDATE_BUDGET_S = 0.03
+# Shortest time between two frames the view follows: a frame change redraws the 3D view and
+# every editor showing the frame, which competes with the simulation for the cores; frames
+# simulated faster than this are skipped on screen (scrubbing shows each of them).
+FOLLOW_INTERVAL_S = 0.2
 # Longest a script's bake waits for another Blender's background compilation.
 WARMUP_WAIT_S = 900.0
+
+
+def _live_view() -> bool:
+    """Show each frame as it is simulated (live.py); CLOTH_SOLVER_LIVE_VIEW=0 turns it off
+    (bench/live_bake.py measures what it costs)."""
+    return os.environ.get("CLOTH_SOLVER_LIVE_VIEW", "1") != "0"
 
 
 def _background_binary() -> bool:
@@ -60,13 +73,36 @@ def _cancel_on_load(*_args):
     bake.invalidate_running("another file was opened")
 
 
+@bpy.app.handlers.persistent
+def _live_off_for_save(*_args):
+    """A file saved while a bake runs gets no live-view modifier (live.py)."""
+    for job in bake.shown_jobs():
+        job.live.hide()
+
+
+@bpy.app.handlers.persistent
+def _live_on_after_save(*_args):
+    for job in bake.shown_jobs():
+        job.live.show()
+
+
+@bpy.app.handlers.persistent
+def _no_stray_live_view(*_args):
+    """An undo step taken while a bake ran may hold its live-view modifier: never bring it
+    back once that bake has ended."""
+    if not bake.shown_jobs():
+        live.remove_all()
+
+
 HANDLERS = (("undo_pre", _cancel_on_undo), ("redo_pre", _cancel_on_undo),
-            ("load_pre", _cancel_on_load))
+            ("load_pre", _cancel_on_load), ("save_pre", _live_off_for_save),
+            ("save_post", _live_on_after_save), ("undo_post", _no_stray_live_view),
+            ("redo_post", _no_stray_live_view), ("load_post", _no_stray_live_view))
 
 
 class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
     """Simulate every cloth object of the scene over the bake frame range and write one shape
-    key per frame"""
+    key per frame; the cloth moves in the viewport as each frame is simulated"""
 
     bl_idname = "cloth_solver.bake"
     bl_label = "Bake Cloth"
@@ -75,6 +111,11 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
     _job = None
     _timer = None
     _compiling = False
+    _frame_before = None
+    _shown = None  # the frame the bake last showed (None: it does not follow the bake)
+    _shown_at = 0.0
+    _progress = -1
+    _status_text = None
 
     @classmethod
     def poll(cls, context):
@@ -93,12 +134,12 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
             if log:
                 log("cloth_solver: stopping the background compilation of the solver kernels")
             warmup.make_way(timeout=WARMUP_WAIT_S)
-        job = self._start(context, log)
+        job = play.take(context.scene) or self._start(context, log)  # frames played are kept
         if job is None:
             return _fail(self, self._error)
         if log:
-            log(f"cloth_solver: baking {job.total_frames} frames "
-                f"({job.frame_start}-{job.frame_end}, {len(job.groups)} simulation(s))")
+            log(f"cloth_solver: baking {job.frames} frames ({job.frame_start}-{job.frame_end}, "
+                f"{len(job.groups)} simulation(s))")
         try:
             summary = job.run()
         except BakeError as err:
@@ -109,63 +150,116 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         return {"FINISHED"}
 
     def invoke(self, context, event):
+        if bake.active_jobs():  # the panel shows Stop and Cancel instead; a shortcut may not
+            self.report({"WARNING"}, "A cloth bake is running: Stop or Cancel it first (Bake "
+                                     "panel, or Esc)")
+            return {"CANCELLED"}
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        # Kernels not compiled yet (reading the scene compiles some): say so first, and start
-        # on a timer event once the message is drawn (after another Blender's warm-up; this
-        # session's stops: see warmup.py).
+        # The simulation runs on a background thread (runner.py), compiling kernels the first
+        # time; this operator takes its frames on timer events. Another Blender's warm-up is
+        # waited for (this session's stops: see warmup.py).
         warmup.stop()
         self._compiling = not warmup.kernels_ready()
-        if not self._compiling:
-            self._job = self._start(context)
-            if self._job is None:
-                return _fail(self, self._error)
+        self._frame_before = context.scene.frame_current
+        self._shown = self._frame_before
         wm = context.window_manager
-        wm.progress_begin(0, self._job.total_frames if self._job else 1)
-        self._timer = wm.event_timer_add(0.01, window=context.window)
+        self._job = play.take(context.scene)  # Simulate on Play's frames are kept
+        if self._job is not None:
+            self._compiling = False
+        elif not warmup.running() and not self._begin(context):
+            return _fail(self, self._error)
+        wm.progress_begin(0, 1)
+        self._timer = wm.event_timer_add(TICK_S, window=context.window)
         wm.modal_handler_add(self)
         warmup.set_bake_compiling(self._compiling)
         self._status(context)
         return {"RUNNING_MODAL"}
 
+    def _begin(self, context) -> bool:
+        self._job = self._start(context)
+        if self._job is None:
+            return False
+        self._job.start(live=_live_view(), ui=True)
+        return True
+
     def modal(self, context, event):
         if event.type == "ESC":
-            self._end(context)
-            self.report({"WARNING"}, "Bake cancelled; the previous bake is unchanged")
-            return {"CANCELLED"}
+            return self._cancel(context)
         if event.type != "TIMER":
             return {"PASS_THROUGH"}
-        if self._job is None:  # a first bake, still to read the scene
+        job = self._job
+        if job is None:  # waiting for another Blender's warm-up
             if warmup.running():
                 return {"RUNNING_MODAL"}
-            self._job = self._start(context)
-            if self._job is None:
+            if not self._begin(context):
                 self._end(context)
                 self.report({"ERROR"}, self._error)
                 return {"CANCELLED"}
-            context.window_manager.progress_begin(0, self._job.total_frames)
             return {"RUNNING_MODAL"}
-        job = self._job
+        if job.cancel_requested:
+            return self._cancel(context)
+        if job.stop_requested and not job.stopped:
+            job.stop()
         try:
-            deadline = time.perf_counter() + MODAL_SLICE_S
-            more = True
-            while more and time.perf_counter() < deadline:
-                more = job.step()
-            context.window_manager.progress_update(job.frames_done)
+            more = job.update(budget_s=UPDATE_BUDGET_S)
             if job.frames_done:
                 warmup.mark_loaded()
                 warmup.set_bake_compiling(False)
+            self._follow(context, job)
+            if job.frames_kept != self._progress:
+                context.window_manager.progress_update(job.frames_kept / max(job.frames, 1))
+                self._progress = job.frames_kept
             self._status(context)
             if more:
                 return {"RUNNING_MODAL"}
             summary = job.finish()
         except (BakeError, ReferenceError) as err:  # ReferenceError: an object was deleted
             self._end(context)
-            self.report({"ERROR"}, str(err))
+            self.report({"WARNING"} if job.stopped else {"ERROR"}, str(err))
             return {"CANCELLED"}
         self._end(context)
         _report_summary(self, summary)
         return {"FINISHED"}
+
+    def _follow(self, context, job) -> None:
+        """The current frame follows the bake until the user moves it (then they scrub
+        through the frames simulated so far)."""
+        scene = context.scene
+        if not _live_view():
+            return
+        if self._shown is None or scene.frame_current != self._shown:
+            self._shown = None
+            return
+        frame = job.scene_frame
+        now = time.perf_counter()
+        if frame != self._shown and (now - self._shown_at >= FOLLOW_INTERVAL_S
+                                     or frame == job.frame_end):
+            scene.frame_current = frame
+            self._shown, self._shown_at = frame, now
+
+    def _cancel(self, context):
+        job = self._job
+        where = ""
+        had = []
+        if job is not None:
+            where = (f" at {job.progress_text()}" if job.frames_kept else
+                     " before its first frame was simulated")
+            had = job.had_previous_bake()
+            names = [c.name for g in job.groups for c in g.cloths]
+        self._end(context)
+        if job is None:
+            self.report({"WARNING"}, "Bake cancelled before it started; nothing was written")
+        elif not had:
+            self.report({"WARNING"}, f"Bake cancelled{where}; nothing was written (there was "
+                                     "no previous bake)")
+        else:
+            kept = ", ".join(f"'{n}'" for n in had)
+            none = [f"'{n}'" for n in names if n not in had]
+            rest = f"; {', '.join(none)} had none and stay(s) unbaked" if none else ""
+            self.report({"WARNING"}, f"Bake cancelled{where}; nothing was written, the previous "
+                                     f"bake of {kept} is unchanged{rest}")
+        return {"CANCELLED"}
 
     def cancel(self, context):
         self._end(context)
@@ -175,10 +269,15 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         if context.workspace is None:
             return
         if job is None or (self._compiling and job.frames_done == 0):
-            context.workspace.status_text_set(f"{warmup.MESSAGE} (Esc to cancel)")
+            text = f"{warmup.MESSAGE} · Esc to cancel"
+        elif job.stopped:
+            text = f"Stopping cloth bake after {job.progress_text()}…"
         else:
-            context.workspace.status_text_set(
-                f"Baking cloth: frame {job.frames_done}/{job.total_frames} (Esc to cancel)")
+            text = (f"Baking cloth: {job.progress_text()} · Esc cancels · Stop (Physics > Cloth "
+                    "Solver > Bake) keeps the frames so far")
+        if text != self._status_text:  # each change redraws the status bar
+            context.workspace.status_text_set(text)
+            self._status_text = text
 
     def _end(self, context):
         wm = context.window_manager
@@ -188,8 +287,57 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         wm.progress_end()
         if context.workspace is not None:
             context.workspace.status_text_set(None)
+        self._status_text = None
         warmup.set_bake_compiling(False)
-        self._job = None
+        if self._job is not None:
+            self._job.cancel()  # a finished job has nothing left to cancel
+            self._job = None
+        scene = context.scene
+        if self._shown is not None and scene is not None and scene.frame_current == self._shown \
+                and self._frame_before is not None:
+            scene.frame_current = self._frame_before  # the user's frame back
+        self._shown = None
+        _redraw_properties(context)
+
+
+def _redraw_properties(context) -> None:
+    for window in context.window_manager.windows:
+        for area in window.screen.areas:
+            if area.type == "PROPERTIES":
+                area.tag_redraw()
+
+
+class CLOTH_SOLVER_OT_bake_stop(bpy.types.Operator):
+    """Stop the running cloth bake after the frame in progress and keep the frames simulated so
+    far as a bake of that shorter range"""
+
+    bl_idname = "cloth_solver.bake_stop"
+    bl_label = "Stop"
+
+    @classmethod
+    def poll(cls, context):
+        return any(not job.stopped for job in bake.active_jobs())
+
+    def execute(self, context):
+        for job in bake.active_jobs():
+            job.stop_requested = True
+        return {"FINISHED"}
+
+
+class CLOTH_SOLVER_OT_bake_cancel(bpy.types.Operator):
+    """Cancel the running cloth bake (Esc): nothing is written, the previous bake stays"""
+
+    bl_idname = "cloth_solver.bake_cancel"
+    bl_label = "Cancel"
+
+    @classmethod
+    def poll(cls, context):
+        return bool(bake.active_jobs())
+
+    def execute(self, context):
+        for job in bake.active_jobs():
+            job.cancel_requested = True
+        return {"FINISHED"}
 
 
 class CLOTH_SOLVER_OT_free_bake(bpy.types.Operator):
@@ -201,7 +349,12 @@ class CLOTH_SOLVER_OT_free_bake(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context):
+        played = play.session() is not None
+        play.discard()  # Simulate on Play's frames go too
         freed = bake.free_all(context.scene)
+        if not freed and played:
+            self.report({"INFO"}, "Freed the frames played (Simulate on Play)")
+            return {"FINISHED"}
         if not freed:
             self.report({"INFO"}, "Nothing to free: no object has a cloth bake")
             return {"CANCELLED"}
@@ -308,7 +461,8 @@ class CLOTH_SOLVER_OT_preset_remove(bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_take_cloth_modifier,
+classes = (CLOTH_SOLVER_OT_bake, CLOTH_SOLVER_OT_bake_stop, CLOTH_SOLVER_OT_bake_cancel,
+           CLOTH_SOLVER_OT_free_bake, CLOTH_SOLVER_OT_take_cloth_modifier,
            CLOTH_SOLVER_OT_preset_apply, CLOTH_SOLVER_OT_preset_save,
            CLOTH_SOLVER_OT_preset_remove)
 
@@ -321,6 +475,8 @@ def register():
 
 
 def unregister():
+    for job in bake.active_jobs():
+        job.cancel()
     for name, fn in HANDLERS:
         handlers = getattr(bpy.app.handlers, name)
         if fn in handlers:

@@ -343,11 +343,24 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
         col = layout.column(align=True)
         col.prop(scene, "frame_start", text="Frame Start")
         col.prop(scene, "frame_end", text="End")
+        layout.prop(scene, "bake_to")
+        if scene.bake_to == "PC2":
+            layout.prop(scene, "cache_directory", text="Directory")
+        layout.prop(scene, "simulate_on_play")
+        from . import bake, play, warmup
+        jobs = bake.active_jobs()
         row = layout.row(align=True)
         row.use_property_split = False
-        row.operator("cloth_solver.bake", icon="PHYSICS")
-        row.operator("cloth_solver.free_bake", icon="TRASH")
-        from . import warmup
+        if jobs:  # a bake runs: its progress, Stop (keep the frames so far) and Cancel
+            row.operator("cloth_solver.bake_stop", icon="PAUSE")
+            row.operator("cloth_solver.bake_cancel", icon="CANCEL")
+            layout.label(text=f"Baking {jobs[0].progress_text()}", icon="TIME")
+        else:
+            row.operator("cloth_solver.bake", icon="PHYSICS")
+            row.operator("cloth_solver.free_bake", icon="TRASH")
+        played = play.status_text(context.scene)
+        if played:
+            wrapped_label(layout, context, played, icon="PLAY")
         compiling = warmup.status_line()
         if compiling:
             wrapped_label(layout, context, compiling, icon="TIME")

@@ -336,6 +336,10 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         "is_baked": BoolProperty(name="Baked", default=False),
         "bake_frame_start": IntProperty(name="Baked From", default=0),
         "bake_frame_end": IntProperty(name="Baked To", default=0),
+        "bake_stopped_of": IntProperty(
+            name="Stopped Of", default=0,
+            description="A bake stopped before its end: the end frame of the range it was "
+                        "asked for (0 = not stopped)"),
         "bake_created_basis": BoolProperty(default=False),
         "bake_created_action": StringProperty(default=""),
         "bake_muted_modifiers": StringProperty(default=""),
@@ -350,12 +354,22 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
             description="Why the bake no longer matches its inputs ('' = up to date)"),
         "bake_fingerprint": StringProperty(
             default="", description="Hash of the cloth's mesh, shape keys and modifiers at bake"),
+        "bake_cache_file": StringProperty(
+            default="",
+            description="The point cache of a bake to disk (Bake To: Disk Cache)"),
+        "bake_cache_modifier": StringProperty(
+            default="", description="The Mesh Cache modifier that reads it"),
         "bake_intersections": IntProperty(
             name="Intersections", default=0,
             description="Most intersecting triangle pairs in one frame of the bake: "
                         "cloth/collider, and cloth/cloth where Self Collision is on (off, the "
                         "cloth may pass through itself)"),
     }
+
+
+def _play():
+    from . import play  # (imports bake, which imports this module's neighbours)
+    return play
 
 
 class ClothSolverSceneSettings(bpy.types.PropertyGroup):
@@ -398,6 +412,22 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
             name="Collision Modifiers", default=True, update=scene_settings_changed,
             description="Objects with Blender's Collision modifier and the role None act as "
                         "colliders (Thickness Outer and Friction mapped to ours)"),
+        "bake_to": EnumProperty(
+            name="Bake To", default="SHAPE_KEYS",
+            items=[("SHAPE_KEYS", "Shape Keys", "One shape key per frame, stored in the .blend"),
+                   ("PC2", "Disk Cache (PC2)",
+                    "A PC2 point cache per cloth in the Cache Directory, read by a Mesh Cache "
+                    "modifier: the .blend stays small")],
+            description="Where Bake Cloth writes the simulated frames"),
+        "simulate_on_play": BoolProperty(
+            name="Simulate on Play", default=False,
+            update=lambda settings, context: _play().setting_changed(settings, context),
+            description="Playing the timeline forward simulates the cloth and shows each "
+                        "frame, keeping the frames in memory (as Blender's own cloth); Bake "
+                        "Cloth then writes them and simulates the rest"),
+        "cache_directory": StringProperty(
+            name="Cache Directory", default="//cloth_cache/", subtype="DIR_PATH",
+            description="Folder of the disk caches (// = the .blend file's folder)"),
         "last_report": StringProperty(name="Last Bake", default="",
                                       description="Summary of the last bake"),
         # ---- performance (as Blender's Render > Performance > Threads) ----

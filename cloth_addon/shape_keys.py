@@ -89,7 +89,8 @@ def user_key_offset(obj, exclude) -> np.ndarray | None:
 @contextmanager
 def previous_bake_hidden(objects):
     """While reading the scene for a new bake, show each cloth as if it had no bake: its cloth
-    keys muted and the modifiers the bake switched off switched back on. Restored on exit."""
+    keys muted (or its disk cache's modifier off) and the modifiers the bake switched off
+    switched back on. Restored on exit."""
     muted_keys, modifiers = [], []
     try:
         for obj in objects:
@@ -104,6 +105,11 @@ def previous_bake_hidden(objects):
                 if mod is not None:
                     modifiers.append((mod, mod.show_viewport, mod.show_render))
                     mod.show_viewport, mod.show_render = viewport, render
+            cache = obj.cloth_solver.bake_cache_modifier  # a disk-cache bake's (disk_cache.py)
+            mod = obj.modifiers.get(cache) if cache else None
+            if mod is not None:
+                modifiers.append((mod, mod.show_viewport, mod.show_render))
+                mod.show_viewport = mod.show_render = False
         yield
     finally:
         for kb in muted_keys:
@@ -117,12 +123,15 @@ def _muted_record(obj) -> list:
     return json.loads(text) if text else []
 
 
-def free_bake(obj) -> bool:
+def free_bake(obj, delete_files: bool = True) -> bool:
     """Remove what the last bake added to ``obj`` and restore its modifiers; False if there was
-    no bake."""
+    no bake. A disk-cache bake's file is deleted unless ``delete_files`` is False."""
     s = obj.cloth_solver
     if not s.is_baked:
         return False
+    if s.bake_cache_file or s.bake_cache_modifier:
+        from . import disk_cache
+        disk_cache.free(obj, delete_file=delete_files)
     names = baked_key_names(s)
     key = obj.data.shape_keys
     if key is not None:
@@ -144,6 +153,7 @@ def free_bake(obj) -> bool:
         if mod is not None:
             mod.show_viewport, mod.show_render = viewport, render
     s.is_baked = False
+    s.bake_stopped_of = 0
     s.bake_created_basis = False
     s.bake_created_action = ""
     s.bake_muted_modifiers = ""
@@ -256,7 +266,8 @@ class SavedBake:
 
     Attributes:
         frame_start: first baked frame.
-        positions: the cloth keys' coordinates as stored, (frames, V, 3) float32 [object-local m].
+        positions: the cloth keys' coordinates as stored, (frames, V, 3) float32 [object-local m]
+            (None for a disk-cache bake).
         muted_modifiers: the bake's record of the modifiers it switched off (JSON).
         outdated, fingerprint: its bake status (bake_status.py).
     """
@@ -266,12 +277,19 @@ class SavedBake:
     muted_modifiers: str
     outdated: str = ""
     fingerprint: str = ""
+    stopped_of: int = 0
+    cache_file: str = ""  # a disk-cache bake: its file (the bake's record, disk_cache.py)
+    frame_end: int = 0
 
 
 def save_bake(obj) -> SavedBake | None:
     """Copy ``obj``'s bake (None if it has none, or if keys of it were deleted by hand)."""
     s = obj.cloth_solver
     key = obj.data.shape_keys
+    if s.is_baked and s.bake_cache_file:
+        return SavedBake(s.bake_frame_start, None, s.bake_muted_modifiers, s.bake_outdated,
+                         s.bake_fingerprint, s.bake_stopped_of, s.bake_cache_file,
+                         s.bake_frame_end)
     if not s.is_baked or key is None:
         return None
     blocks = [key.key_blocks.get(name) for name in baked_key_names(s)]
@@ -281,16 +299,23 @@ def save_bake(obj) -> SavedBake | None:
     for kb, row in zip(blocks, positions):
         kb.data.foreach_get("co", row)
     return SavedBake(s.bake_frame_start, positions.reshape(len(blocks), -1, 3),
-                     s.bake_muted_modifiers, s.bake_outdated, s.bake_fingerprint)
+                     s.bake_muted_modifiers, s.bake_outdated, s.bake_fingerprint,
+                     s.bake_stopped_of)
 
 
 def restore_bake(obj, saved: SavedBake | None) -> None:
     """Remove whatever bake ``obj`` has now, even half-written, and put ``saved`` back (None:
     leave it unbaked)."""
-    free_bake(obj)
+    free_bake(obj, delete_files=False)  # the files are the caller's (disk_cache.undo)
     if saved is None:
         return
-    write_bake(obj, saved.frame_start, saved.positions)
+    if saved.cache_file:
+        from pathlib import Path
+        from . import disk_cache
+        disk_cache.write_bake(obj, saved.frame_start, saved.frame_end - saved.frame_start + 1,
+                              Path(bpy.path.abspath(saved.cache_file)))
+    else:
+        write_bake(obj, saved.frame_start, saved.positions)
     for name, _viewport, _render in json.loads(saved.muted_modifiers or "[]"):
         mod = obj.modifiers.get(name)
         if mod is not None:
@@ -298,6 +323,7 @@ def restore_bake(obj, saved: SavedBake | None) -> None:
     s = obj.cloth_solver
     s.bake_muted_modifiers = saved.muted_modifiers
     s.bake_outdated, s.bake_fingerprint = saved.outdated, saved.fingerprint
+    s.bake_stopped_of = saved.stopped_of
 
 
 def mute_modifiers(obj) -> None:

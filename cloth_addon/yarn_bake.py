@@ -27,11 +27,12 @@ from ..solver import (ParameterError, YarnColliders, YarnSimulation, YarnStepErr
 from . import knit
 from .errors import BakeError
 from .mesh_io import EvaluatedMesh, matrix, to_world, vertex_positions
+from .runner import UNFINISHED  # step(): the frame goes on at the next call
 
 MODEL = "yarn"
-# Longest a yarn step() runs before it returns UNFINISHED (the modal bake's slice is 0.1 s).
+# Longest a yarn step() runs before it returns UNFINISHED: the runner sees Stop and Cancel
+# between slices (runner.py), not only between frames of seconds.
 SLICE_S = 0.1
-UNFINISHED = object()  # step(): the frame goes on at the next call
 
 
 def yarn_objects(scene) -> list:
@@ -82,7 +83,7 @@ def _edges(mesh) -> np.ndarray:
 
 def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, gravity,
               fps: float, colliders=()):
-    """(YarnInput, YarnRun) for a Yarn object at the current (first) frame, colliding with
+    """(YarnInput, a factory of its YarnRun) for a Yarn object at the current (first) frame, colliding with
     ``colliders`` (solver.spec.Collider, world metres); BakeError naming the problem when it
     is not a knit swatch this bake can simulate."""
     s, name = obj.cloth_solver, obj.name
@@ -114,10 +115,9 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     m = matrix(obj.evaluated_get(depsgraph))
     m[:3] *= metres
     x = to_world(vertex_positions(mesh), m)
-    try:
-        run = YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
-    except ValueError as err:
-        raise BakeError(f"'{name}': {err}") from None
+
+    def run():  # built on the runner's thread (runner.py): it may compile kernels
+        return YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
     return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
 
 

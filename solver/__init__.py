@@ -11,6 +11,7 @@ first, as the add-on does.
 
 __version__ = "0.1.0"  # the one version of the solver, the add-on and the extension (tests agree)
 
+from .formats.pc2 import PC2Error, PC2Writer, read_pc2, write_pc2
 from .formats.presets import list_presets, load_preset, preset_dir, preset_info
 from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
@@ -48,10 +49,10 @@ __all__ = [
     "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
     "Display", "FieldSpec",
     "MaterialParams",
-    "MeshError", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
+    "MeshError", "PC2Error", "PC2Writer", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "YarnParams", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
-    "preset_dir", "preset_info", "set_thread_ceiling", "sew_lines", "simulate",
+    "preset_dir", "preset_info", "read_pc2", "set_thread_ceiling", "sew_lines", "simulate", "write_pc2",
     "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSimulation", "YarnStepError", "knit_swatch",
     "list_yarn_presets", "load_yarn_preset", "loop_regions", "relax_swatch", "yarn_preset_info",
 ]

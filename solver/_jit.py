@@ -53,6 +53,16 @@ if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
 
 FASTMATH = {"nsz", "arcp", "contract", "afn"}
 
+# Every kernel gives Python's GIL back while it runs (nogil): the add-on simulates on a
+# background thread (cloth_addon/runner.py), and Blender's main thread needs the GIL for every
+# Python draw callback of its UI. Measured in Blender 3.4 with a window: with kernels holding
+# the GIL, a bake on the thread blocked the UI for 0.5-1 s at a time and ran 3x slower than
+# the same bake without a UI (each of the UI's many callbacks waited out Python's 5 ms switch
+# interval behind a kernel). numba's cache index does not record the flag, so it is part of
+# the cache stamp (CACHE_SALT): kernels cached without it are compiled again, never loaded.
+NOGIL = True
+CACHE_SALT = b"nogil\0" if NOGIL else b""
+
 # The solver's own folder: only kernels defined below it get content-stamped caches.
 SOLVER_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -62,7 +72,7 @@ def _content_hash(path: str, mtime: float, size: int) -> bytes:
     # mtime and size are part of the key so that a file edited while the process runs is read
     # again; the stamp itself depends on the content only.
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).digest()
+        return hashlib.sha256(CACHE_SALT + f.read()).digest()
 
 
 class _ContentStamp:
@@ -88,8 +98,8 @@ def _install_content_stamps() -> str:
     """Put content-stamped locators for the solver's files in front of numba's own.
 
     Returns "installed", or "unavailable" where numba's caching internals are not the ones
-    known here (0.56 to 0.68); numba's default stamps are then used. numba 0.68 itself stamps
-    by a SHA-256 of the content, the same stamp as here, so its caches and ours are the same.
+    known here (0.56 to 0.68); numba's default stamps are then used. The stamp is a SHA-256 of
+    the content after CACHE_SALT.
     """
     try:
         from numba.core import caching
@@ -117,7 +127,8 @@ CACHE_STAMPS = _install_content_stamps()
 
 def njit(*args, parallel: bool = False, **kwargs):
     """``numba.njit`` with ``cache=True`` and the project's fastmath flags."""
-    opts = dict(cache=True, fastmath=FASTMATH, parallel=parallel, error_model="numpy")
+    opts = dict(cache=True, fastmath=FASTMATH, parallel=parallel, error_model="numpy",
+                nogil=NOGIL)
     opts.update(kwargs)
     if args and callable(args[0]):
         return numba.njit(**opts)(args[0])

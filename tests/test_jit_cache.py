@@ -92,3 +92,78 @@ def test_cache_stats_count_this_solvers_kernels():
     dot3(np.ones((4, 3)), np.ones((4, 3)))
     hits, misses = _jit.cache_stats()
     assert hits + misses >= max(before, 1)  # its signature was loaded or compiled, and counted
+
+
+SPIN = '''
+import math
+from ._jit import njit
+
+
+@njit
+def spin(n):
+    s = 0.0
+    for i in range(n):
+        s += math.sqrt(i + s % 3.0)
+    return s
+'''
+
+GIL_RUN = r"""
+import json, threading, time, solver._spin as spin
+spin.spin(10)  # compiled (or loaded) before the measurement
+n = 1
+while True:  # a call that takes about 0.3 s
+    t = time.perf_counter()
+    spin.spin(n)
+    if time.perf_counter() - t > 0.3:
+        break
+    n *= 2
+ticks, end = 0, time.perf_counter() + 0.1
+while time.perf_counter() < end:  # the loop's rate alone
+    ticks += 1
+rate = ticks / 0.1
+thread = threading.Thread(target=spin.spin, args=(n,))
+ticks = 0
+t = time.perf_counter()
+thread.start()
+while thread.is_alive():
+    ticks += 1  # runs only while the kernel on the thread has given the GIL back
+elapsed = time.perf_counter() - t
+thread.join()
+print("RESULT " + json.dumps({"share": ticks / (rate * elapsed)}))
+"""
+
+
+def test_kernels_give_the_gil_back_while_they_run(tmp_path):
+    """The add-on simulates on a background thread and Blender's UI needs the GIL meanwhile
+    (cloth_addon/runner.py): a kernel holding it for its whole call would freeze the UI."""
+    root = tmp_path / "addon"
+    package = root / "solver"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    shutil.copy(SOLVER / "_jit.py", package / "_jit.py")
+    (package / "_spin.py").write_text(SPIN)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", GIL_RUN], cwd=root, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    line = next(l for l in out.stdout.splitlines() if l.startswith("RESULT "))
+    # the share of the call's time the main thread ran Python: held for the whole call, the
+    # GIL would let it run only until the kernel started (Python's 5 ms switch interval: 2 %)
+    assert json.loads(line[len("RESULT "):])["share"] > 0.15
+
+
+def test_a_kernel_cached_without_giving_the_gil_back_is_not_loaded(tmp_path):
+    """numba's cache index does not record nogil: the stamp does (solver/_jit.py CACHE_SALT),
+    so a cache written before kernels gave the GIL back compiles again."""
+    root, cache = tmp_path / "addon", tmp_path / "cache"
+    package = root / "solver"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    jit = (SOLVER / "_jit.py").read_text()
+    assert "\nNOGIL = True\n" in jit
+    (package / "_jit.py").write_text(jit.replace("\nNOGIL = True\n", "\nNOGIL = False\n"))
+    (package / "_probe.py").write_text(PROBE)
+    assert _run(sys.executable, root, cache)["misses"] == 1
+    (package / "_jit.py").write_text(jit)
+    again = _run(sys.executable, root, cache)
+    assert again["misses"] == 1 and again["hits"] == 0

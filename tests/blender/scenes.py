@@ -151,8 +151,40 @@ def modal_operator(job):
     run an operator modally; the methods are the ones the UI calls). Returns (class, op)."""
     import types
     cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
-    op = types.SimpleNamespace(_job=job, _timer=None, _compiling=False, reports=[])
+    if job.runner is None:
+        job.start(live=True)  # as invoke starts it
+    frame = bpy.context.scene.frame_current
+    op = types.SimpleNamespace(_job=job, _timer=None, _compiling=False, reports=[],
+                               _frame_before=frame, _shown=frame, _shown_at=0.0,
+                               _status_text=None, _progress=-1)
     op.report = lambda kind, message: op.reports.append((set(kind), message))
-    op._end = lambda context: cls._end(op, context)
-    op._status = lambda context: cls._status(op, context)
+    for name in ("_end", "_status", "_follow", "_cancel"):
+        setattr(op, name, getattr(cls, name).__get__(op))
     return cls, op
+
+
+def timer_event():
+    import types
+    return types.SimpleNamespace(type="TIMER", value="NOTHING")
+
+
+def run_modal(cls, op, until=None, timeout=300.0):
+    """Send timer events to the stand-in modal operator, as Blender does every few
+    milliseconds, until it ends or ``until(op)`` holds; returns its last result."""
+    import time
+    end = time.monotonic() + timeout
+    while True:
+        result = cls.modal(op, bpy.context, timer_event())
+        if result != {"RUNNING_MODAL"} or (until is not None and until(op)):
+            return result
+        assert time.monotonic() < end, "the modal bake did not end"
+        time.sleep(0.005)
+
+
+def advance(job, frames: int, timeout: float = 300.0) -> None:
+    """Take the job's frames (as the modal bake's timer does) until ``frames`` are simulated
+    for every cloth, or the job ends."""
+    import time
+    end = time.monotonic() + timeout
+    while job.frames_kept < frames and job.update(wait_s=0.05):
+        assert time.monotonic() < end, "the bake did not get that far"

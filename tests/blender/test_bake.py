@@ -8,7 +8,8 @@ import pytest
 
 import bpy
 from scenes import (ATOL, addon, assert_matches, cloth, evaluated_world, fcurve_paths, key_state,
-                    local_positions, modal_operator, reference, same_key_state, solver)
+                    advance, local_positions, modal_operator, reference, run_modal, same_key_state,
+                    solver)
 
 
 def test_bake_writes_one_keyed_shape_key_per_frame_matching_the_solver():
@@ -171,9 +172,11 @@ def test_cancelled_bake_leaves_the_previous_bake_untouched():
     world = evaluated_world(obj, 3)
     before = key_state(obj)  # at frame 3, like after the job (it restores the current frame)
     obj.cloth_solver.solver = "MASS_SPRING"
-    job = addon().cloth_addon.bake.BakeJob(bpy.context)  # what the modal operator runs
-    assert job.step() and job.step()
-    del job  # Esc: the operator drops the job without writing
+    job = addon().cloth_addon.bake.BakeJob(bpy.context).start(live=True)  # as the modal one
+    advance(job, 2)
+    assert job.frames_kept >= 2
+    job.cancel()  # Esc: the operator drops the job without writing
+    assert not any(m.type == "MESH_CACHE" for m in obj.modifiers)  # the live view is gone
     assert same_key_state(before, key_state(obj))
     np.testing.assert_array_equal(evaluated_world(obj, 3), world)
     assert obj.cloth_solver.bake_model == "implicit"
@@ -247,7 +250,7 @@ def test_a_failure_while_writing_keys_puts_every_previous_bake_back(monkeypatch)
         return real_write(obj, frame_start, positions)
 
     monkeypatch.setattr(keys, "write_bake", fail_halfway_through_b)
-    with pytest.raises(RuntimeError, match=r"writing the keys of 'B' failed \(out of memory "
+    with pytest.raises(RuntimeError, match=r"writing the bake of 'B' failed \(out of memory "
                                            r"\(test\)\); every cloth keeps its previous bake"):
         bpy.ops.cloth_solver.bake()
     for obj in (a, b):
@@ -316,9 +319,7 @@ def test_modal_bake_steps_on_timer_events_and_writes_at_the_end():
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     event = types_event("MOUSEMOVE")
     assert cls.modal(op, bpy.context, event) == {"PASS_THROUGH"}
-    result, events = {"RUNNING_MODAL"}, 0
-    while result == {"RUNNING_MODAL"} and events < 1000:  # Blender stops after FINISHED
-        result, events = cls.modal(op, bpy.context, types_event("TIMER")), events + 1
+    result = run_modal(cls, op)  # Blender stops after FINISHED
     assert result == {"FINISHED"} and op._job is None
     assert op.reports[-1][0] == {"INFO"} and "Baked 1 cloth object(s)" in op.reports[-1][1]
     assert_matches(obj, expected)
@@ -332,7 +333,9 @@ def test_modal_bake_esc_cancels_and_keeps_the_previous_bake():
     obj.cloth_solver.solver = "MASS_SPRING"
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     assert cls.modal(op, bpy.context, types_event("ESC")) == {"CANCELLED"}
-    assert op.reports == [({"WARNING"}, "Bake cancelled; the previous bake is unchanged")]
+    assert op.reports == [({"WARNING"}, "Bake cancelled before its first frame was simulated; "
+                                        "nothing was written, the previous bake of 'Cloth' is "
+                                        "unchanged")]
     assert op._job is None
     assert same_key_state(before, key_state(obj))
     np.testing.assert_array_equal(evaluated_world(obj, 3), world)
@@ -363,9 +366,7 @@ def test_a_solver_exception_stops_the_bake_with_the_frame_and_keeps_the_previous
     assert same_key_state(before, key_state(obj))
 
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
-    result, events = {"RUNNING_MODAL"}, 0
-    while result == {"RUNNING_MODAL"} and events < 1000:
-        result, events = cls.modal(op, bpy.context, types_event("TIMER")), events + 1
+    result = run_modal(cls, op)
     assert result == {"CANCELLED"} and op._job is None and op._timer is None
     assert op.reports[-1][0] == {"ERROR"}
     assert "internal solver error at frame 4 (ValueError: boom)" in op.reports[-1][1]

@@ -36,7 +36,7 @@ def test_colliders_are_read_every_frame_in_world_space():
 
     job = addon().cloth_addon.bake.BakeJob(bpy.context)
     colliders = {round(float(c.mesh.positions[0, 0]), 3): c
-                 for c in job.groups[0].simulation.spec.colliders}
+                 for c in job.groups[0].spec.colliders}
     assert len(colliders) == 3
     by_name = {"Floor": floor, "Mover": mover, "Bender": bender}
     for name, obj in by_name.items():

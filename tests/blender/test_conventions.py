@@ -38,7 +38,7 @@ def _field(kind, location=(0, 0, 0), rotation=(0, 0, 0), **settings):
 def test_a_collision_modifier_makes_a_collider_with_blenders_settings_mapped():
     floor = _collision_floor()
     cloth(n=3, frames=(1, 2), location=(0, 0, 1))
-    (collider,) = _job().groups[0].simulation.spec.colliders
+    (collider,) = _job().groups[0].spec.colliders
     np.testing.assert_allclose(collider.mesh.positions, evaluated_world(floor, 1), atol=1e-6)
     # Thickness Outer is a length (Blender units = m here); Blender's cloth uses
     # cloth_friction * 0.01 as its Coulomb coefficient.
@@ -51,7 +51,7 @@ def test_the_user_can_say_otherwise_and_a_disabled_collision_is_no_collider():
     cloth(n=3, frames=(1, 2), location=(0, 0, 1))
 
     def colliders():
-        return _job().groups[0].simulation.spec.colliders
+        return _job().groups[0].spec.colliders
 
     scene = bpy.context.scene.cloth_solver
     scene.use_collision_modifiers = False
@@ -170,14 +170,14 @@ def test_a_wind_field_adds_a_wind_along_its_z_axis():
     _field("WIND", location=(-3, 0, 1), rotation=(0, math.pi / 2, 0), strength=500.0,
            noise=2.0)
     job = _job()
-    wind = job.groups[0].simulation.spec.wind
+    wind = job.groups[0].spec.wind
     speed = 0.01  # m/s per unit of strength (the scene's default)
     np.testing.assert_allclose(wind.velocity, [500.0 * speed, 1.0, 0.0], atol=1e-5)
     blender_physics = addon().cloth_addon.blender_physics
     assert wind.turbulence == pytest.approx(blender_physics.WIND_NOISE_RMS * 2.0 * speed)
     assert any("force field 'Wind': wind 5 m/s" in n for n in job.notes)
     bpy.context.scene.cloth_solver.use_force_fields = False
-    wind = _job().groups[0].simulation.spec.wind
+    wind = _job().groups[0].spec.wind
     np.testing.assert_allclose(wind.velocity, [0.0, 1.0, 0.0])
     assert wind.turbulence == 0.0
 
@@ -185,7 +185,7 @@ def test_a_wind_field_adds_a_wind_along_its_z_axis():
 def test_a_turbulence_field_gives_gusts_of_its_size_and_falloff_is_blenders():
     cloth(n=3, frames=(1, 2), location=(0, 0, 1))
     _field("TURBULENCE", location=(0, 0, 1), strength=1000.0, size=2.0)
-    wind = _job().groups[0].simulation.spec.wind
+    wind = _job().groups[0].spec.wind
     rms = addon().cloth_addon.blender_physics.TURBULENCE_RMS
     assert wind.turbulence == pytest.approx(rms * 1000.0 * 0.01)
     assert wind.turbulence_scale == pytest.approx(2.0)
@@ -193,16 +193,16 @@ def test_a_turbulence_field_gives_gusts_of_its_size_and_falloff_is_blenders():
     # A point-shaped wind 3 m away with falloff power 2: Blender scales it by (1 + 3)^-2.
     bpy.data.objects.remove(bpy.data.objects["Turbulence"])
     _field("WIND", location=(0, 0, -2), strength=1600.0, shape="POINT", falloff_power=2.0)
-    wind = _job().groups[0].simulation.spec.wind
+    wind = _job().groups[0].spec.wind
     np.testing.assert_allclose(wind.velocity, [0.0, 0.0, 1600.0 * 0.01 / 16.0], atol=1e-6)
     # Out of its maximum distance, or behind it with "positive Z only": nothing.
     field = bpy.data.objects["Wind"].field
     field.use_max_distance, field.distance_max = True, 2.5
-    np.testing.assert_allclose(_job().groups[0].simulation.spec.wind.velocity, 0.0)
+    np.testing.assert_allclose(_job().groups[0].spec.wind.velocity, 0.0)
     field.use_max_distance = False
     bpy.data.objects["Wind"].location = (0, 0, 4)
     field.z_direction = "POSITIVE"
-    np.testing.assert_allclose(_job().groups[0].simulation.spec.wind.velocity, 0.0)
+    np.testing.assert_allclose(_job().groups[0].spec.wind.velocity, 0.0)
 
 
 def test_a_field_bakes_like_the_same_scene_wind():
@@ -229,7 +229,7 @@ def test_an_animated_field_drives_the_wind_frame_by_frame():
             kp.interpolation = "LINEAR"
     bpy.context.scene.frame_set(3)
     job = _job()
-    spec = job.groups[0].simulation.spec
+    spec = job.groups[0].spec
     # Frame f's field strength (100, 200, ..., 500) acts from frame f to f + 1, along +Y.
     np.testing.assert_allclose([w.velocity for w in spec.wind_frames],
                                [[0, s, 0] for s in (1.0, 2.0, 3.0, 4.0, 5.0)], atol=1e-5)
@@ -294,7 +294,7 @@ def test_a_scene_at_unit_scale_001_modelled_100x_larger_bakes_the_same():
     bpy.ops.wm.read_homefile(use_empty=True)
     obj = _scaled_scene(100.0)
     assert bpy.context.scene.unit_settings.scale_length == pytest.approx(0.01)
-    spec = _job().groups[0].simulation.spec
+    spec = _job().groups[0].spec
     np.testing.assert_allclose(spec.gravity, [0, 0, -9.81], rtol=1e-6)
     np.testing.assert_allclose(spec.wind.velocity, [1.5, 0, 0], rtol=1e-6)
     assert spec.wind.turbulence_scale == pytest.approx(0.4)
@@ -312,10 +312,10 @@ def test_gravity_left_in_scene_units_at_a_small_unit_scale_is_pointed_out():
     scene.unit_settings.scale_length = 0.01
     cloth(n=3, frames=(1, 2))
     job = _job()
-    np.testing.assert_allclose(job.groups[0].simulation.spec.gravity, [0, 0, -0.0981],
+    np.testing.assert_allclose(job.groups[0].spec.gravity, [0, 0, -0.0981],
                                rtol=1e-5)
     assert any("the scene's gravity is 0.0981 m/s² at unit scale 0.01" in w
                for w in job.warnings)
     scene.unit_settings.system = "NONE"  # no unit system: Blender shows raw numbers, 1 BU = 1 m
-    np.testing.assert_allclose(_job().groups[0].simulation.spec.gravity, [0, 0, -9.81],
+    np.testing.assert_allclose(_job().groups[0].spec.gravity, [0, 0, -9.81],
                                rtol=1e-5)

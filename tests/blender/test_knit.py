@@ -7,7 +7,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from scenes import addon, key_state, same_key_state, solver
+from scenes import addon, advance, key_state, same_key_state, solver
 from test_registration import _draw_all
 from test_undo import _push, _undo_stack
 
@@ -211,32 +211,43 @@ def test_a_knit_bake_is_one_undo_step_and_its_panel_says_what_it_collides_with()
     assert obj.data.shape_keys is None and not obj.cloth_solver.is_baked
 
 
-def test_a_knit_frame_is_simulated_in_slices_so_the_modal_bake_sees_esc_within_it():
-    """A yarn frame takes seconds (12 × 12: 10-20 s): each bake step simulates at most 0.1 s
-    of it, so the modal bake redraws and sees Esc between slices, not only between frames."""
+def test_a_knit_frame_is_simulated_in_slices_so_stop_and_cancel_are_seen_within_it():
+    """A yarn frame takes seconds (12 × 12: 10-20 s): the bake's thread simulates it in slices
+    of at most 0.1 s and sees Stop or Cancel between them, not only between frames; a job
+    dropped in the middle of its first frame writes nothing."""
+    import time
     obj = _add("STOCKINETTE", n=3, frames=(1, 2))
     yarn_bake = addon().cloth_addon.yarn_bake
-    job = addon().cloth_addon.bake.BakeJob(bpy.context)
-    slices = 0
+    YarnRun = yarn_bake.YarnRun
+    slices = []
+    real_step = YarnRun.step
+
+    def counted(self):
+        rep = real_step(self)
+        slices.append(rep is yarn_bake.UNFINISHED)
+        return rep
+
     budget, yarn_bake.SLICE_S = yarn_bake.SLICE_S, 0.0  # a slice of one step: no timing
+    YarnRun.step = counted
     try:
-        while job.frames_done == 0:
-            assert job.step() is True or job.frames_done == 1
-            slices += 1
+        job = addon().cloth_addon.bake.BakeJob(bpy.context).start()
+        advance(job, 1)
+        assert sum(slices) >= 3, len(slices)  # a frame is hundreds of steps
+        job.run()  # the rest
+        assert obj.cloth_solver.is_baked
+        before = key_state(obj)
+        job = addon().cloth_addon.bake.BakeJob(bpy.context).start()
+        end = time.monotonic() + 60
+        while not slices[-1] or len(slices) < 3:  # inside the first frame
+            assert time.monotonic() < end
+            time.sleep(0.001)
+        slices.clear()
+        job.cancel()
+        assert job.runner.join(timeout=5.0)  # ended at the next slice, not the frame's end
+        assert job.frames_kept == 0 and len(slices) <= 2
     finally:
         yarn_bake.SLICE_S = budget
-    assert slices >= 3, slices  # a frame is hundreds of steps
-    job.finish()
-    assert obj.cloth_solver.is_baked
-    # a job dropped in the middle of a frame (Esc) writes nothing
-    before = key_state(obj)
-    job = addon().cloth_addon.bake.BakeJob(bpy.context)
-    budget, yarn_bake.SLICE_S = yarn_bake.SLICE_S, 0.0
-    try:
-        assert job.step() is True and job.frames_done == 0
-    finally:
-        yarn_bake.SLICE_S = budget
-    del job
+        YarnRun.step = real_step
     assert same_key_state(before, key_state(obj))
 
 

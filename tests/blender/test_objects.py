@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import (addon, assert_matches, cloth, evaluated_world, grid, key_state,
+from scenes import (addon, advance, assert_matches, cloth, evaluated_world, grid, key_state,
                     local_positions, reference, same_key_state)
 
 
@@ -147,7 +147,7 @@ def test_hidden_cloth_bakes_and_unevaluated_objects_are_skipped_with_their_bake_
         f"cloth_solver: warning: skipped collider 'Wall' (excluded from the view layer "
         f"'{layer.name}')"]
     assert [c.obj.name for g in job.groups for c in g.cloths] == ["Shown", "Eye"]
-    assert len(job.groups[0].simulation.spec.colliders) == 0  # the excluded collider too
+    assert len(job.groups[0].spec.colliders) == 0  # the excluded collider too
     del job
     assert _bake() == {"FINISHED"}
     assert (shown.cloth_solver.bake_model, eye.cloth_solver.bake_model) == \
@@ -180,9 +180,8 @@ def test_objects_changed_while_the_bake_simulates_stop_it_before_anything_is_wri
     BakeJob = addon().cloth_addon.bake.BakeJob
     BakeError = addon().cloth_addon.errors.BakeError
 
-    job = BakeJob(bpy.context)  # what the modal bake runs, between UI events
-    while job.step():
-        pass
+    job = BakeJob(bpy.context).start()  # what the modal bake runs, between UI events
+    advance(job, job.frames)
     own = b.data
     b.data = bpy.data.meshes.new("Other")  # the user gives B another mesh meanwhile
     b.data.from_pydata([(0, 0, 0), (1, 0, 0), (0, 1, 0)], [], [(0, 1, 2)])
@@ -193,9 +192,8 @@ def test_objects_changed_while_the_bake_simulates_stop_it_before_anything_is_wri
     assert same_key_state(before, key_state(a))  # A comes first, and was not rewritten either
     assert a.cloth_solver.bake_model == "implicit"
 
-    job = BakeJob(bpy.context)
-    while job.step():
-        pass
+    job = BakeJob(bpy.context).start()
+    advance(job, job.frames)
     bpy.data.objects.remove(b)  # deleted while the bake simulates
     with pytest.raises(BakeError, match="'B' was deleted while baking; nothing was written"):
         job.finish()

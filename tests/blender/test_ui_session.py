@@ -97,3 +97,44 @@ def test_modal_bake_undo_esc_ctrl_z_and_quit_in_a_real_window(tmp_path, scratch_
     assert (obj.cloth_solver.is_baked, obj.cloth_solver.bake_model) == (True, "implicit")
     total = sum(sum(c for d in kb.data for c in d.co) for kb in obj.data.shape_keys.key_blocks)
     assert total == pytest.approx(baked["key_sum"], abs=1e-9)
+
+
+def test_a_bake_in_a_real_window_shows_its_frames_and_answers_esc_and_stop(tmp_path,
+                                                                          scratch_root):
+    """live_ui_session.py: the viewport's evaluated mesh at a simulated frame is the solver's
+    positions before the bake has finished; Esc mid-bake ends it with nothing written and says
+    there was no previous bake; the panel's Stop keeps the frames so far as a shorter bake;
+    Simulate on Play simulates the timeline played, replays it from memory and Bake Cloth keeps
+    it; the live view's modifier never outlives a bake. (How long the main thread is blocked is
+    recorded, not asserted: bench/live_bake.py measures it.)"""
+    out = tmp_path / "live.json"
+    env = {k: v for k, v in os.environ.items() if k != "CLOTH_SOLVER_NO_EXIT"}
+    env["BLENDER_USER_SCRIPTS"] = str(scratch_root)
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24", bpy.app.binary_path,
+           "--factory-startup", "--enable-event-simulate", "--addons", "cloth_solver",
+           "--python", str(HERE / "live_ui_session.py"), "--", str(out), "10", "48", "1"]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    log = run.stdout[-4000:] + run.stderr[-4000:]
+    assert out.is_file(), log
+    result = json.loads(out.read_text())
+    assert "error" not in result, result.get("error", "") + log
+    live = result["live"]
+    assert not live["finished"] and live["frames_simulated"] >= 3
+    assert live["frame_shown"] == 1 + live["frames_simulated"]  # the frame follows the bake
+    assert live["max_difference"] == 0.0  # bit for bit
+    assert live["modifiers"] == ["Cloth Solver Live"]
+    assert "frames 1-48 with implicit" in result["first bake"]["report"]
+    esc = result["esc"]
+    assert not esc["keys"] and esc["modifiers"] == []
+    stop = result["stop"]
+    assert 3 <= stop["keys"] - 1 < 47, stop
+    assert stop["bake_frame_end"] == stop["keys"]
+    assert stop["status"] == ["BAKED", f"Baked frames 1-{stop['keys']} of 1-48, stopped "
+                                       "(implicit)"]
+    assert "(stopped: the range was 1-48)" in stop["report"] and stop["modifiers"] == []
+    play = result["play"]
+    assert play["frames"] >= 6 and play["frames_after_scrub"] == play["frames"], play
+    assert play["max_difference"] == 0.0 and play["modifiers"] == ["Cloth Solver Live"]
+    assert play["kept"] and play["keys"] == 48 and "frames 1-48" in play["report"], play
+    (timing,) = result["timing"]
+    assert min(timing["clicked_s"], timing["clicked_no_view_s"], timing["scripted_s"]) > 0

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import (addon, cloth, evaluated_world, key_state, local_positions, modal_operator,
-                    same_key_state)
+from scenes import (addon, advance, cloth, evaluated_world, key_state, local_positions,
+                    modal_operator, same_key_state)
 
 
 def _undo_stack():
@@ -135,7 +135,7 @@ def test_undo_while_the_modal_bake_runs_cancels_it():
     bpy.data.objects["Cloth"].cloth_solver.solver = "MASS_SPRING"
     _push("mass spring")
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
-    assert op._job.step()  # the first frame, as a timer event would
+    advance(op._job, 1)  # the first frame, as a timer event would take it
     assert bpy.ops.ed.undo() == {"FINISHED"}  # Ctrl+Z while the bake runs
     result = cls.modal(op, bpy.context, types.SimpleNamespace(type="TIMER", value="NOTHING"))
     assert result == {"CANCELLED"} and op._job is None
