@@ -223,6 +223,7 @@ def steps():
     yield 0.2
     click_bake()
     job = jobs()[0]
+    job.runner.allow(job.frames // 2)  # the thread waits there: Esc comes before the end
     yield from until(lambda: job.frames_kept >= 2)
     frames = job.frames_kept
     t = time.perf_counter()
@@ -236,6 +237,7 @@ def steps():
     # 3. Stop (the Bake panel's button) in the middle of a bake: the frames so far are kept.
     click_bake()
     job = jobs()[0]
+    job.runner.allow(job.frames // 2)  # (as above: Stop comes before the end)
     yield from until(lambda: job.frames_kept >= 3, step=0.002)
     with window_context(props):
         bpy.ops.cloth_solver.bake_stop()

@@ -105,7 +105,7 @@ def test_a_relative_cache_directory_needs_a_saved_file():
 def test_a_stopped_disk_cache_bake_keeps_the_frames_so_far(tmp_path):
     obj = _saved_scene(tmp_path, frames=(1, 40))
     bpy.context.scene.cloth_solver.bake_to = "PC2"
-    job = addon().cloth_addon.bake.BakeJob(bpy.context).start()
+    job = addon().cloth_addon.bake.BakeJob(bpy.context).start(limit=6)  # stopped before 40
     advance(job, 4)
     job.stop()
     while job.update(wait_s=0.05):

@@ -102,13 +102,14 @@ def test_stop_keeps_the_frames_so_far_as_a_shorter_bake_and_says_so():
     obj = cloth(n=5, pins=[20, 24], frames=(1, 48))
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     job = op._job
+    job.runner.allow(8)  # the thread waits there: Stop comes before the bake's end
     run_modal(cls, op, until=lambda op: op._job.frames_kept >= 5)
     # the frame follows the bake (at most five frames a second: operators.FOLLOW_INTERVAL_S)
     assert 1 < bpy.context.scene.frame_current == op._shown <= job.scene_frame
     job.stop_requested = True  # the panel's Stop button
     assert run_modal(cls, op) == {"FINISHED"}
     kept = job.frames_kept
-    assert 5 <= kept < 47, kept
+    assert 5 <= kept <= 8, kept
     s = obj.cloth_solver
     assert (s.is_baked, s.bake_frame_start, s.bake_frame_end) == (True, 1, 1 + kept)
     assert [kb.name for kb in obj.data.shape_keys.key_blocks][1:] == [
