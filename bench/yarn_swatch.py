@@ -1,40 +1,56 @@
-"""Time per frame of the yarn-level knit model (solver/yarn/, docs/yarn.md).
+"""Time per frame of the yarn-level knit model (solver/yarn/, docs/yarn.md, "Speed").
 
-A stockinette swatch of N × N wool-worsted stitches is generated, relaxed (Kaldor §7.1,
-20 ms) and hung from its top course under gravity for ``--frames`` frames at 24 fps; prints the
-relaxation time, the time per frame, the steps and refinements per frame and where the time of
-one frame goes (the contact pass: forces and clearance check; the candidate-pair search; the
-rest).
+A stockinette swatch of N × N wool-worsted stitches (or ``--courses``) is generated, relaxed
+(relax.py: Kaldor's 20 ms, then the settle) and hung from its top course under gravity for
+``--frames`` frames at 24 fps through the frame loop every model goes through
+(simulation.Simulation); prints the relaxation time, the time per frame (wall and CPU), the
+steps and halvings per frame and where a frame's time goes (the contact pass; the
+candidate-pair search; the rest).
 
-    NUMBA_NUM_THREADS=1 .venv/bin/python bench/yarn_swatch.py --sizes 4 8 12 --frames 2
+With ``--baseline TREE`` (a checkout of an older commit, e.g. ``git worktree add``), each of
+``--repeat`` rounds runs the baseline's own ``bench/yarn_swatch.py`` and then this one, each in
+a fresh process, one after the other: on a shared machine only such interleaved runs compare
+(docs/yarn.md). ``--json`` writes every run and the medians and their ratio.
+
+    NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_swatch.py --sizes 32 --courses 42 --frames 2
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.params import YarnParams
-from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
+from record import save_json  # noqa: E402
 
 
 def run(n: int, frames: int, fps: float = 24.0, courses: int | None = None) -> dict:
+    import dataclasses
+
+    import numpy as np
+
+    from solver import SimulationSpec, SolverSettings, YarnParams
+    from solver.simulation import Simulation
+    from solver.yarn import knit_swatch, relax_setup, swatch_setup
+
     p = YarnParams()
     c = n if courses is None else courses
     sw = knit_swatch("stockinette", n, c, 5.6e-3, 4.2e-3, p.radius)
     t0 = time.perf_counter()
-    relaxed = relax_swatch(sw, p, duration=0.02)
+    setup, relaxed = relax_setup(swatch_setup(sw, p))
     t_relax = time.perf_counter() - t0
-    x = relaxed.positions
-    top = sw.top_course
-    sim = YarnSimulation(x, sw.yarn_offsets, p, pins=top, ties=sw.ties, rest=relaxed.rest,
-                         gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, n, c))
+    setup = dataclasses.replace(setup, pin_indices=sw.top_course)
+    sim = Simulation(SimulationSpec(setup, SolverSettings(model="yarn"), frames=frames, fps=fps,
+                                    gravity=np.array([0.0, -9.81, 0.0])))
+    solver = sim.solver
     spent = {"contact": 0.0, "pairs": 0.0}
 
     def timed(name, fn):
@@ -47,20 +63,52 @@ def run(n: int, frames: int, fps: float = 24.0, courses: int | None = None) -> d
         return wrapper
 
     # the contact pass (forces and clearance check in one) and the candidate-pair search
-    sim._contact = timed("contact", sim._contact)
-    sim.tree.pairs = timed("pairs", sim.tree.pairs)
+    solver._contact = timed("contact", solver._contact)
+    solver.tree.pairs = timed("pairs", solver.tree.pairs)
     t0, c0 = time.perf_counter(), time.process_time()
-    for _ in range(frames):
-        sim.advance(1.0 / fps)
+    while not sim.done:
+        sim.step()
     wall = (time.perf_counter() - t0) / frames
     cpu = (time.process_time() - c0) / frames
-    st = sim.stats
-    return {"stitches": n, "courses": c, "points": len(x), "segments": len(sim.segments.rest),
-            "relax_s": t_relax, "frame_s": wall, "frame_cpu_s": cpu, "steps_per_frame": st.steps / frames,
+    st = solver.stats
+    return {"stitches": n, "courses": c, "points": len(setup.positions),
+            "segments": len(solver.rest), "relax_s": t_relax, "settled_s": relaxed.settled,
+            "frame_s": wall, "frame_cpu_s": cpu, "steps_per_frame": st.steps / frames,
             "refinements": st.refinements, "stability_refinements": st.stability_refinements,
             "contact_share": spent["contact"] / (wall * frames),
             "pairs_share": spent["pairs"] / (wall * frames),
-            "closest_diameters": st.min_clearance / (2 * p.radius)}
+            "closest_diameters": st.min_clearance / (2 * p.radius),
+            "error": sim.result.error}
+
+
+def _line(r: dict) -> str:
+    return (f"{r['stitches']:>3} x {r['courses']:<3} {r['points']:>6} points  relax "
+            f"{r['relax_s']:.1f} s  {r['frame_s']:.2f} s/frame (CPU {r['frame_cpu_s']:.2f} s)  "
+            f"{r['steps_per_frame']:.0f} steps/frame  refinements {r['refinements']} "
+            f"(+{r['stability_refinements']} for stability)  "
+            f"contact {100 * r.get('contact_share', 0):.0f}%  "
+            f"pair search {100 * r.get('pairs_share', 0):.0f}%  "
+            f"closest {r['closest_diameters']:.2f} D")
+
+
+# What a fresh process runs in a tree: that tree's own ``run`` (older trees have it too)
+_ROUND = """
+import json, sys
+sys.path.insert(0, "bench")
+import yarn_swatch
+yarn_swatch.run(3, 1)
+rows = [yarn_swatch.run(n, {frames}, courses={courses}) for n in {sizes}]
+open({out!r}, "w").write(json.dumps(rows))
+"""
+
+
+def _subprocess(tree: Path, sizes: list[int], frames: int, courses: int | None) -> list[dict]:
+    """Run ``tree``'s ``run`` for ``sizes`` in a fresh process; its rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "rows.json")
+        code = _ROUND.format(frames=frames, courses=courses, sizes=sizes, out=out)
+        subprocess.run([sys.executable, "-c", code], check=True, cwd=tree)
+        return json.loads(Path(out).read_text())
 
 
 def main() -> None:
@@ -70,17 +118,42 @@ def main() -> None:
     ap.add_argument("--courses", type=int, default=None,
                     help="courses (default: as many as stitches); 42 with --sizes 32 is "
                          "Kaldor's validation swatch")
+    ap.add_argument("--baseline", type=Path, help="a checkout to interleave with (see above)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json", type=Path, help="write every run, medians and ratios here")
     args = ap.parse_args()
+    if args.baseline is not None:
+        here = Path(__file__).resolve().parent.parent
+        runs = {"baseline": [], "this": []}
+        for k in range(args.repeat):
+            for name, tree in (("baseline", args.baseline.resolve()), ("this", here)):
+                rows = _subprocess(tree, args.sizes, args.frames, args.courses)
+                runs[name].append(rows)
+                for r in rows:
+                    print(f"round {k + 1} {name:>8}: {_line(r)}", flush=True)
+        summary = {}
+        for i, n in enumerate(args.sizes):
+            med = {name: statistics.median(rows[i]["frame_s"] for rows in runs[name])
+                   for name in runs}
+            summary[f"{n}x{args.courses or n}"] = {
+                "baseline_frame_s": med["baseline"], "frame_s": med["this"],
+                "ratio": med["this"] / med["baseline"],
+                "frame_s_runs": [rows[i]["frame_s"] for rows in runs["this"]],
+                "baseline_frame_s_runs": [rows[i]["frame_s"] for rows in runs["baseline"]],
+                "steps_per_frame": runs["this"][0][i]["steps_per_frame"],
+                "load": os.getloadavg()}
+            print(f"{n} x {args.courses or n}: {med['this']:.2f} s/frame against "
+                  f"{med['baseline']:.2f} s ({med['this'] / med['baseline']:.2f}x)")
+        save_json(args.json, {"runs": runs, "sizes": summary,
+                              "threads": os.environ.get("NUMBA_NUM_THREADS")})
+        return
     run(3, 1)  # compile or load the kernels first
+    rows = []
     for n in args.sizes:
         r = run(n, args.frames, courses=args.courses)
-        print(f"{r['stitches']:>3} x {r['courses']:<3} {r['points']:>6} points "
-              f"{r['segments']:>6} segments  relax {r['relax_s']:.1f} s  "
-              f"{r['frame_s']:.2f} s/frame (CPU {r['frame_cpu_s']:.2f} s)  "
-              f"{r['steps_per_frame']:.0f} steps/frame  "
-              f"refinements {r['refinements']} (+{r['stability_refinements']} for stability)  "
-              f"contact {100 * r['contact_share']:.0f}%  pair search {100 * r['pairs_share']:.0f}%"
-              f"  closest {r['closest_diameters']:.2f} D", flush=True)
+        rows.append(r)
+        print(_line(r), flush=True)
+    save_json(args.json, {"rows": rows, "threads": os.environ.get("NUMBA_NUM_THREADS")})
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
   every region's non-rigid velocity per 1/11800 s, a drag proportional to the strain rate:
   pulled steadily at 0.1 m/s it was most of the measured force, ~50 mN); the clamp force [N]
   from the yarn's contact, length-constraint and bending forces on the moved points
-  (YarnSimulation.pin_reaction), along the course and along the wale;
+  (YarnSolver.pin_reaction), along the course and along the wale;
 - throughout: yarn length change and the closest non-neighbouring pair (in diameters).
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_validation.py --size 10 10 --out X.json
@@ -28,6 +28,7 @@ For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -37,8 +38,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver.params import YarnParams
-from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
+from solver.params import SolverSettings, YarnParams
+from solver.spec import Collider
+from solver.yarn import (YarnColliders, YarnSolver, build_yarn_model, knit_swatch, relax_setup,
+                         swatch_setup)
+from solver.yarn.dynamics import Stepping
 
 W, H = 5.6e-3, 4.2e-3          # worsted gauge: stitch width and course height [m]
 PATTERNS = ("stockinette", "garter", "rib2x2")
@@ -59,10 +63,23 @@ def dims(c, S, C):
 
 
 def relaxed_swatch(pattern, S, C, p):
+    """(Swatch, its YarnSetup at rest, Relaxed, seconds the relaxation took)."""
     sw = knit_swatch(pattern, S, C, W, H, p.radius)
     t0 = time.perf_counter()
-    rel = relax_swatch(sw, p, duration=0.02)
-    return sw, rel, time.perf_counter() - t0
+    setup, rel = relax_setup(swatch_setup(sw, p), duration=0.02)
+    return sw, setup, rel, time.perf_counter() - t0
+
+
+def _solver(setup, gravity, pins=(), floor=None, stepping=Stepping()):
+    """A YarnSolver of the relaxed ``setup`` with ``pins`` held, on a table at ``floor``."""
+    setup = dataclasses.replace(setup, pin_indices=np.asarray(pins, np.int64))
+    colliders = None
+    if floor is not None:
+        table = Collider("plane", point=np.array([0.0, 0.0, floor]),
+                         normal=np.array([0.0, 0.0, 1.0]), thickness=0.0, friction=0.5)
+        colliders = YarnColliders([table], setup.yarn.radius, 24.0, 1)
+    return YarnSolver(build_yarn_model(setup), SolverSettings(model="yarn"), gravity=gravity,
+                      colliders=colliders, stepping=stepping)
 
 
 def guarantees(sim, length0, p):
@@ -72,14 +89,12 @@ def guarantees(sim, length0, p):
             "stability_refinements": sim.stats.stability_refinements}
 
 
-def curl(sw, rel, S, C, p, settle, table):
-    x = rel.positions.copy()
+def curl(sw, setup, S, C, p, settle, table):
+    x = setup.positions
     floor = None
     if table:
         floor = float(x[:, 2].min() - p.radius - 1e-4)
-    sim = YarnSimulation(x, sw.yarn_offsets, p, ties=sw.ties, rest=rel.rest,
-                         gravity=(0.0, 0.0, -9.81 if table else 0.0),
-                         regions=loop_regions(sw.loops, S, C), floor=floor)
+    sim = _solver(setup, (0.0, 0.0, -9.81 if table else 0.0), floor=floor)
     L0 = sim.yarn_lengths()[0]
     sim.advance(settle)
     c = centroids(sim.x, sw.loops, S * C).reshape(C, S, 3)
@@ -107,7 +122,7 @@ def curl(sw, rel, S, C, p, settle, table):
     return out, sim.x
 
 
-def stretch(sw, rel, S, C, p, direction, max_strain, step, ramp, hold, damping):
+def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping):
     """Force–extension by hold-and-measure: the clamp moves to each strain level (every
     ``step``) over ``ramp`` seconds, then holds for ``hold`` seconds; the force is the mean over
     the last fifth of the hold (the static force; damping only speeds the settling).
@@ -115,16 +130,15 @@ def stretch(sw, rel, S, C, p, direction, max_strain, step, ramp, hold, damping):
     Strain 0 is the relaxed swatch (Kaldor's rest state, relaxed with 1/1000 of the bending):
     with the simulation's full bending it is already under some tension there, which the
     curve's first point (held at strain 0) shows."""
-    x = rel.positions.copy()
+    x = setup.positions
     axis = 0 if direction == "course" else 1
     # the clamps hold whole loops: the first and last stitch column (with the edge half-loops)
     # along the course, the first and last course along the wale
     col, row = sw.loops % S, sw.loops // S
     fixed = np.nonzero(col == 0 if axis == 0 else row == 0)[0]
     pulled = np.nonzero(col == S - 1 if axis == 0 else row == C - 1)[0]
-    sim = YarnSimulation(x, sw.yarn_offsets, p, ties=sw.ties, rest=rel.rest,
-                         pins=np.r_[fixed, pulled], gravity=(0.0, 0.0, 0.0),
-                         damping_rate=damping)
+    sim = _solver(setup, (0.0, 0.0, 0.0), pins=np.r_[fixed, pulled],
+                  stepping=Stepping(damping_rate=damping))
     L0 = sim.yarn_lengths()[0]
     span0 = float(x[pulled, axis].mean() - x[fixed, axis].mean())
     n_ramp = max(1, round(ramp / sim.h))
@@ -171,20 +185,20 @@ def main() -> None:
     res = {"size": [S, C], "bend_stiffness": p.bend_stiffness, "patterns": {}}
     arrays = {}
     for pattern in args.patterns:
-        sw, rel, t_relax = relaxed_swatch(pattern, S, C, p)
+        sw, setup, rel, t_relax = relaxed_swatch(pattern, S, C, p)
         r = res["patterns"][pattern] = {"relax_s": t_relax,
                                         "relax_closest_diameters":
                                             float(rel.stats.min_clearance / (2 * p.radius))}
-        arrays[f"{pattern}_relaxed"] = rel.positions
+        arrays[f"{pattern}_relaxed"] = setup.positions
         if "dims" in args.parts:
-            w, h = dims(centroids(rel.positions, sw.loops, S * C).reshape(C, S, 3), S, C)
+            w, h = dims(centroids(setup.positions, sw.loops, S * C).reshape(C, S, 3), S, C)
             r.update(width_m=w, height_m=h)
             print(f"{pattern:12s} relaxed {1e3 * w:.1f} x {1e3 * h:.1f} mm "
                   f"(closest {r['relax_closest_diameters']:.2f} D, {t_relax:.0f} s)", flush=True)
         if "curl" in args.parts:
             for table in (True, False):
                 t0 = time.perf_counter()
-                out, xs = curl(sw, rel, S, C, p, args.settle, table)
+                out, xs = curl(sw, setup, S, C, p, args.settle, table)
                 out["wall_s"] = time.perf_counter() - t0
                 r["table" if table else "floating"] = out
                 arrays[f"{pattern}_{'table' if table else 'floating'}"] = xs
@@ -194,7 +208,7 @@ def main() -> None:
         if "stretch" in args.parts:
             for direction, max_strain in zip(("course", "wale"), args.max_strain):
                 t0 = time.perf_counter()
-                out = stretch(sw, rel, S, C, p, direction, max_strain, args.strain_step,
+                out = stretch(sw, setup, S, C, p, direction, max_strain, args.strain_step,
                               args.ramp, args.hold, args.damping)
                 out["wall_s"] = time.perf_counter() - t0
                 r[f"stretch_{direction}"] = out

@@ -12,29 +12,29 @@ first, as the add-on does.
 __version__ = "0.1.0"  # the one version of the solver, the add-on and the extension (tests agree)
 
 from .formats.pc2 import PC2Error, PC2Writer, read_pc2, write_pc2
-from .formats.presets import list_presets, load_preset, preset_dir, preset_info
+from .formats.presets import (list_presets, list_yarn_presets, load_preset, load_yarn_preset,
+                              preset_dir, preset_info, yarn_preset_info)
 from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
 from .params import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, Display, FieldSpec,
                      MaterialParams, ParameterError, SolverSettings, YarnParams,
                      field_defaults, field_displays, field_specs)
-from .spec import ClothSetup, Collider, SimulationSpec, Wind
+from .spec import ClothSetup, Collider, SimulationSpec, Wind, YarnSetup
 
 # name -> submodule defining it, imported on first access (they load numba)
 _LAZY = {"Simulation": "simulation", "SimulationResult": "simulation", "simulate": "simulation",
-         "SOLVERS": "solvers", "build_model": "model", "ClothModel": "model",
+         "SOLVERS": "solvers", "CLOTH_MODELS": "solvers", "build_model": "model", "ClothModel": "model",
          "sew_lines": "topology",
          # the user's Threads setting: the most threads any model uses (threads.py)
          "set_thread_ceiling": "threads:set_ceiling",
          # the implicit model's steps per frame unless set (SolverSettings.substeps = None)
          "IMPLICIT_SUBSTEPS": "solvers.implicit:DEFAULT_SUBSTEPS",
          # yarn-level knits (solver/yarn/, docs/yarn.md); "module:name" renames on export
-         "YarnColliders": "yarn", "YarnSimulation": "yarn", "YarnStepError": "yarn",
-         "knit_swatch": "yarn",
-         "relax_swatch": "yarn", "loop_regions": "yarn", "load_yarn_preset": "yarn",
-         "list_yarn_presets": "yarn", "yarn_preset_info": "yarn.presets",
+         "YarnColliders": "yarn", "YarnSolver": "yarn", "YarnStepError": "yarn",
+         "knit_swatch": "yarn", "relax_setup": "yarn", "relax_swatch": "yarn",
+         "swatch_setup": "yarn", "build_yarn_model": "yarn",
          "KNIT_PATTERNS": "yarn.stitches:PATTERNS",
-         "KNIT_GAUGE_IN_RADII": "yarn.scene:GAUGE_IN_RADII"}
+         "KNIT_GAUGE_IN_RADII": "yarn.stitches:GAUGE_IN_RADII"}
 
 
 def __getattr__(name):
@@ -46,13 +46,14 @@ def __getattr__(name):
 
 
 __all__ = [
-    "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
+    "CLOTH_MODELS", "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
     "Display", "FieldSpec",
     "MaterialParams",
     "MeshError", "PC2Error", "PC2Writer", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
     "SimulationResult", "SimulationSpec", "SolverSettings", "Wind", "YarnParams", "build_model",
     "field_defaults", "field_displays", "field_specs", "grid_mesh", "list_presets", "load_preset", "load_scene",
     "preset_dir", "preset_info", "read_pc2", "set_thread_ceiling", "sew_lines", "simulate", "write_pc2",
-    "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSimulation", "YarnStepError", "knit_swatch",
-    "list_yarn_presets", "load_yarn_preset", "loop_regions", "relax_swatch", "yarn_preset_info",
+    "KNIT_GAUGE_IN_RADII", "KNIT_PATTERNS", "YarnColliders", "YarnSetup", "YarnSolver",
+    "YarnStepError", "build_yarn_model", "knit_swatch", "list_yarn_presets", "load_yarn_preset",
+    "relax_setup", "relax_swatch", "swatch_setup", "yarn_preset_info",
 ]

@@ -44,7 +44,8 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="simulate a scene file")
     run.add_argument("scene", type=Path, help="scene file (.toml)")
     run.add_argument("--out", type=Path, required=True,
-                     help="result file (.npz with 'positions' [m] and 'triangles')")
+                     help="result file (.npz with 'positions' [m] and 'triangles'; for a knit "
+                     "'positions', 'yarn_offsets' and 'radius' [m])")
     run.add_argument("--report", type=Path, help="also write a JSON report (per frame and totals)")
     run.add_argument("--quiet", action="store_true", help="no per-frame progress on stderr")
     run.add_argument("--threads", type=_thread_count, metavar="N",
@@ -79,9 +80,6 @@ def _run(args: argparse.Namespace) -> int:
         from . import threads  # imported late: it loads numba
 
         threads.set_ceiling(args.threads)
-    knit = _knit_scene_table(args.scene)
-    if knit is not None:
-        return _run_knit(args, knit)
     try:
         spec = load_scene(args.scene)
     except SceneError as err:
@@ -98,8 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         result = simulate(spec, progress=None if args.quiet else _print_progress)
     except KeyboardInterrupt:
         return _fail("interrupted", 130)
-    return _write_result(args, result, positions=np.asarray(result.positions, dtype=np.float64),
-                         triangles=np.asarray(result.triangles))
+    return _write_result(args, result, **result.arrays())
 
 
 def _missing_output_dir(args: argparse.Namespace) -> str | None:
@@ -122,38 +119,6 @@ def _write_result(args: argparse.Namespace, result, **arrays) -> int:
     if result.error:
         return _fail(result.error, 1)
     return 0
-
-
-def _knit_scene_table(path: Path) -> dict | None:
-    """The parsed scene if it has a [knit] table (the yarn model), else None; a file that
-    cannot be read is left to load_scene, which names the problem."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if "knit" in data else None
-
-
-def _run_knit(args: argparse.Namespace, data: dict) -> int:
-    """A knit scene: the result holds positions (F + 1, P, 3), yarn_offsets and radius."""
-    # imported late: it loads numba
-    from .yarn.scene import parse_knit_scene, run_knit_scene
-
-    try:
-        scene = parse_knit_scene(data)
-    except SceneError as err:
-        return _fail(str(err), 2)
-    missing = _missing_output_dir(args)
-    if missing:
-        return _fail(missing, 2)
-    try:
-        result = run_knit_scene(scene, progress=None if args.quiet else _print_progress)
-    except SceneError as err:
-        return _fail(str(err), 2)
-    except KeyboardInterrupt:
-        return _fail("interrupted", 130)
-    return _write_result(args, result, positions=result.positions,
-                         yarn_offsets=result.yarn_offsets, radius=np.array(result.radius))
 
 
 def _warmup(args: argparse.Namespace) -> int:

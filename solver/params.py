@@ -198,7 +198,7 @@ class MaterialParams:
         return _from_mapping(cls, values, base, prefix)
 
 
-MODEL_NAMES = ("mass_spring", "implicit")
+MODEL_NAMES = ("mass_spring", "implicit", "yarn")
 INTEGRATOR_NAMES = ("symplectic_euler", "velocity_verlet", "rk4")
 BENDING_NAMES = ("angular", "flexion")
 PRECONDITIONER_NAMES = ("factor", "incomplete_cholesky", "jacobi")
@@ -225,8 +225,9 @@ QUALITY_DOCS = {
 class SolverSettings:
     """How to step the cloth: model choice and its numerical options (not material)."""
 
-    model: str = field(default="implicit", metadata={"choices": MODEL_NAMES,
-                                                     "doc": "cloth model"})
+    model: str = field(default="implicit", metadata={
+        "choices": MODEL_NAMES, "doc": "the model: a cloth model (mass_spring, implicit) for "
+        "cloth, yarn for knitted yarns (solver/yarn/)"})
     quality: str = field(default="final", metadata={
         "choices": QUALITY_NAMES,
         "doc": "implicit: a bundle of the settings marked 'from the quality' (final: full "
@@ -282,6 +283,10 @@ class SolverSettings:
     max_speed: float = _spec(
         1.0e3, "m/s", "a vertex faster than this means the simulation blew up", 0.0, 1.0e8,
         exclusive_min=True)
+    time_step: float | None = _spec(
+        None, "s", "yarn: the longest step; shorter where the yarn contact needs it (None = "
+        "1/9600 s, a whole number of steps per frame at 24, 25 and 30 fps)", 0.0, 1.0e-2,
+        exclusive_min=True, optional=True)
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], base: "SolverSettings | None" = None,
@@ -374,6 +379,15 @@ class YarnParams:
         5.0, "m/s²", "μ_const: the least deceleration of a region's rms relative speed, so a "
         "knit comes to rest instead of creeping (Kaldor §4.5.2, Table 4.3: 500 cm/s²)",
         0.0, 1.0e4, display=Display("m/s²", 1.0, "Non-rigid Friction", 2, soft_max=50.0))
+    nonrigid_damping_large: float = _spec(
+        4200.0, "1/s", "the second pass of the filter: rate at which the motion of 4 × 4-loop "
+        "regions two loops apart relative to their rigid motion is removed (Kaldor §4.2.3, "
+        "Table 4.1: α_large = 0.3 per 1/11800 s step)", 0.0, 1.0e6,
+        display=Display("1/s", 1.0, "Large-region Damping", 0, soft_max=20000.0))
+    pin_stiffness: float = _spec(
+        1.0e3, "N/m²", "goal-spring stiffness per metre of yarn of a pin of weight 1 (soft pins "
+        "pull with weight × this; weight 1 holds exactly)", 0.0, 1.0e9,
+        display=Display("N/m²", 1.0, "Pin Stiffness", 0, soft_max=1.0e5))
 
     @classmethod
     def from_mapping(cls, values: dict[str, Any], base: "YarnParams | None" = None,

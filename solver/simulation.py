@@ -1,8 +1,10 @@
 """Run a simulation frame by frame and report what happened.
 
-``simulate`` builds the model, steps the chosen cloth model, records positions after every frame
-and a per-frame report (wall time, strain, energies, iterations), and stops cleanly at a blow-up
-keeping the frames before it.
+``simulate`` builds the model, steps the chosen model (a cloth model, or the yarn model of a
+knit: solver/yarn/), records positions after every frame and a per-frame report (wall time,
+strain, energies, iterations), and stops cleanly at a blow-up keeping the frames before it.
+Every model goes through this one loop: its pins' targets, its colliders, the thread count
+(threads.py), the retries and the report.
 
 A frame that blows up (BlowUpError: non-finite state, or a vertex over ``max_speed``) is first
 simulated again from its start with steps half as long, up to MAX_RETRIES times, as Baraff &
@@ -24,7 +26,7 @@ done.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Callable
 
 import numpy as np
@@ -39,9 +41,10 @@ from .forces.external import wind_field
 from .forces.seams import seam_gaps
 from .model import ClothModel, build_model
 from .topology import triangulate
+from .results import FrameReport, SimulationResult
 from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
-from .solvers import make_solver
-from .spec import SimulationSpec
+from .solvers import builder, make_solver
+from .spec import SimulationSpec, YarnSetup
 
 # Retries of a frame that blew up, each with steps half as long as the last: the last try takes
 # 2**MAX_RETRIES times the steps, so a frame that cannot be rescued costs 2 + 4 + 8 = 14 times
@@ -60,87 +63,6 @@ UNTANGLE_FRAMES = 3
 TORN_STRAIN = 1.0
 
 
-@dataclass
-class FrameReport:
-    """Measurements after one frame (units in the names)."""
-
-    frame: int
-    wall_time_s: float
-    substeps: int
-    iterations: int
-    max_strain: float
-    mean_strain: float
-    kinetic_energy_j: float
-    elastic_energy_j: float
-    potential_energy_j: float
-    collision_pairs: int = 0            # proximity contacts + continuous collisions handled
-    impact_zones: int = 0               # rigid impact zones formed (the last-resort fail-safe)
-    deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/solid mesh
-    self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
-    collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
-    newton_iterations: int = 0          # implicit model: Newton iterations (0 for the others)
-    retries: int = 0                    # tries of this frame that blew up (then finer steps)
-    untangled: int = 0                  # vertices moved out and clear of colliders before it
-    tangled_pairs: int = 0              # intersecting cloth triangle pairs at the frame's start
-    step_refinement: int = 1            # the solver's steps divided this many times finer
-    seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
-
-
-@dataclass
-class SimulationResult:
-    """Positions per frame and the report.
-
-    Attributes:
-        positions: (k + 1, V, 3) [m]; frame 0 is the initial state, k the frames completed.
-        triangles: (T, 3) the triangulation used.
-        frames: one FrameReport per completed frame.
-        error: None, or the message of a blow-up naming its frame (non-finite state, a
-            vertex past max_speed, or the cloth torn apart: ``torn_strain``).
-        model_name: the cloth model used.
-        notes: what the user should know about the meshes (degenerate elements simulated
-            around, vertices where the cloth is split: degenerate.py).
-    """
-
-    positions: np.ndarray
-    triangles: np.ndarray
-    frames: list[FrameReport] = field(default_factory=list)
-    error: str | None = None
-    model_name: str = ""
-    notes: list[str] = field(default_factory=list)
-
-    def report(self) -> dict:
-        """JSON-serialisable report: per-frame rows and totals."""
-        rows = [asdict(f) for f in self.frames]
-        wall = [f.wall_time_s for f in self.frames]
-        return {
-            "model": self.model_name,
-            "vertices": int(self.positions.shape[1]),
-            "triangles": int(len(self.triangles)),
-            "frames_completed": len(self.frames),
-            "error": self.error,
-            "notes": list(self.notes),
-            "frames": rows,
-            "totals": {
-                "wall_time_s": float(sum(wall)),
-                "median_frame_s": float(np.median(wall)) if wall else 0.0,
-                "worst_frame_s": float(max(wall)) if wall else 0.0,
-                "max_strain": max((f.max_strain for f in self.frames), default=0.0),
-                "collision_pairs": int(sum(f.collision_pairs for f in self.frames)),
-                "deepest_penetration_m": max((f.deepest_penetration_m for f in self.frames),
-                                             default=0.0),
-                "max_self_intersections": max((f.self_intersections for f in self.frames),
-                                              default=0),
-                "max_collider_crossings": max((f.collider_crossings for f in self.frames),
-                                              default=0),
-                "substeps": int(sum(f.substeps for f in self.frames)),
-                "iterations": int(sum(f.iterations for f in self.frames)),
-                "newton_iterations": int(sum(f.newton_iterations for f in self.frames)),
-                "retries": int(sum(f.retries for f in self.frames)),
-                "final_seam_gap_m": self.frames[-1].seam_gap_m if self.frames else 0.0,
-            },
-        }
-
-
 def pin_targets(spec: SimulationSpec, model: ClothModel) -> np.ndarray:
     """Pin goal positions for every frame [m], (frames + 1, P, 3), pieces in order."""
     out = np.empty((spec.frames + 1, len(model.pin_indices), 3))
@@ -152,6 +74,15 @@ def pin_targets(spec: SimulationSpec, model: ClothModel) -> np.ndarray:
             out[:, start:start + n] = np.asarray(c.pin_targets, dtype=np.float64)
         start += n
     return out
+
+
+class _NoColliders:
+    """The colliders of a simulation that has none: no states."""
+
+    start = end = None
+
+
+_NO_COLLIDERS = _NoColliders()
 
 
 class TornError(BlowUpError):
@@ -203,28 +134,46 @@ class Simulation:
     def __init__(self, spec: SimulationSpec):
         threads.governor().observe()  # the setup's time serves to judge the first frame
         self.spec = spec
-        # the meshes simulated: the user's, around their degenerate elements (degenerate.py)
-        simulated, self.expansion = reduce_spec(spec)
-        self.model = build_model(simulated.cloth, simulated.seams)
-        self.solver = make_solver(self.model, spec.settings, spec.gravity)
-        self.solver.collisions = CollisionHandler(self.model, spec.colliders,
-                                                  spec.settings.self_collision, spec.fps,
-                                                  spec.frames)
+        if isinstance(spec.cloth, YarnSetup) != (spec.settings.model == "yarn"):
+            raise ValueError(f"the {spec.settings.model} model simulates "
+                             f"{'yarns (a YarnSetup)' if spec.settings.model == 'yarn' else 'cloth'}"
+                             f", not {type(spec.cloth).__name__}")
+        build = builder(spec.settings.model)
+        if build is not None:  # a model that builds its own (the yarns of a knit)
+            simulated, self.expansion = spec, None
+            self.solver = build(spec)
+            self.model = self.solver.model
+        else:
+            # the meshes simulated: the user's, around their degenerate elements
+            # (degenerate.py)
+            simulated, self.expansion = reduce_spec(spec)
+            self.model = build_model(simulated.cloth, simulated.seams)
+            self.solver = make_solver(self.model, spec.settings, spec.gravity)
+            self.solver.collisions = CollisionHandler(self.model, spec.colliders,
+                                                      spec.settings.self_collision, spec.fps,
+                                                      spec.frames)
         self._targets = pin_targets(simulated, self.model)
         self._hard = self.model.pin_weights >= 1.0
-        self._torn = torn_strain(self.model)
+        self._torn = None if self.expansion is None and not hasattr(self.model, "edges") \
+            else torn_strain(self.model)
         x0 = self._user_positions(self.solver.x)
         self._positions = np.empty((spec.frames + 1,) + x0.shape)
         self._positions[0] = x0
-        triangles = self.model.triangles if self.expansion is None else np.concatenate(
-            [triangulate(c.mesh)[0] + off
-             for c, off in zip(spec.pieces(), self.expansion.offsets[:-1])])
-        self.result = SimulationResult(self._positions[:1], triangles,
-                                       model_name=self.solver.name, notes=self.notes())
+        if isinstance(spec.cloth, YarnSetup):
+            self.result = SimulationResult(
+                self._positions[:1], np.zeros((0, 3), np.int64), model_name=self.solver.name,
+                yarn_offsets=self.model.yarn_offsets.copy(), radius=self.model.radius)
+        else:
+            triangles = self.model.triangles if self.expansion is None else np.concatenate(
+                [triangulate(c.mesh)[0] + off
+                 for c, off in zip(spec.pieces(), self.expansion.offsets[:-1])])
+            self.result = SimulationResult(self._positions[:1], triangles,
+                                           model_name=self.solver.name, notes=self.notes())
         self._refinement = 1  # the step refinement the next frame starts with
         # Vertices inside a collider are moved out before each frame from the first on, until
-        # a frame starts with none inside (collision/untangle.py)
-        self._untangling = True
+        # a frame starts with none inside (collision/untangle.py); a model that refuses to
+        # start inside one instead (the yarns) says so
+        self._untangling = getattr(self.solver, "untangles", True)
 
     @property
     def piece_offsets(self) -> np.ndarray:
@@ -233,7 +182,10 @@ class Simulation:
 
     def notes(self, names=None) -> list[str]:
         """What the user should know about the meshes (degenerate elements simulated around,
-        vertices where the cloth is split: degenerate.notes), naming the pieces ``names``."""
+        vertices where the cloth is split: degenerate.notes), naming the pieces ``names``;
+        nothing for yarns."""
+        if isinstance(self.spec.cloth, YarnSetup):
+            return []
         return degenerate.notes(self.spec, self.expansion, names)
 
     def _user_positions(self, x: np.ndarray) -> np.ndarray:
@@ -265,7 +217,7 @@ class Simulation:
                                  f"frames 0-{f - 1} are kept. Check the pinned vertices' "
                                  "motion (pin_motion / the pin group's animation).")
             return None
-        colliders = self.solver.collisions.colliders.frame(f)
+        colliders = self._colliders(f)
         untangled = tangled = 0
         # the frame's time includes its untangling, which can cost a frame's worth
         start = time.perf_counter()
@@ -273,7 +225,7 @@ class Simulation:
             untangled, tangled = self._untangle(colliders.start, dt)
             self._untangling = untangled > 0 or tangled > 0
         ft = FrameTargets(tg[f - 1][hard], tg[f][hard], tg[f - 1][~hard], tg[f][~hard],
-                          colliders)
+                          colliders if self.solver.collisions is not None else None)
         # the air at the cloth's vertices, sampled once per frame at its middle (the gusts
         # travel with the wind: forces/external.py, wind_field)
         wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t + 0.5 * dt)
@@ -295,7 +247,9 @@ class Simulation:
             return None
         wall = time.perf_counter() - start
         self._positions[f] = self._user_positions(self.solver.x)
-        rep = frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
+        report = getattr(self.solver, "frame_report", None)  # a model's own (the yarns')
+        rep = report(f, wall, info, self.spec.gravity) if report is not None else \
+            frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         rep.retries, rep.step_refinement = retries, self.solver.step_refinement
         rep.untangled, rep.tangled_pairs = untangled, tangled
         self.result.frames.append(rep)
@@ -303,6 +257,15 @@ class Simulation:
         if self.done:
             threads.governor().release()
         return rep
+
+    def _colliders(self, f: int):
+        """The colliders over frame f (ColliderFrame: start and end states): the cloth's
+        collision pipeline's, or those of a model that handles its own (the yarns')."""
+        c = self.solver.collisions
+        if c is not None:
+            return c.colliders.frame(f)
+        own = getattr(self.solver, "colliders", None)
+        return own.set.frame(f) if own is not None else _NO_COLLIDERS
 
     def _untangle(self, state, dt: float) -> tuple[int, int]:
         """Move the vertices inside colliders out and the cloth's triangles clear of collider
@@ -354,7 +317,8 @@ class Simulation:
         retries = 0
         while True:
             solver.step_refinement = refinement
-            solver.collision_stats = CollisionStats()
+            if solver.collisions is not None:
+                solver.collision_stats = CollisionStats()
             try:
                 info = solver.step_frame(t, dt, ft, wind)
                 self._check_torn()
@@ -380,7 +344,7 @@ class Simulation:
     def _check_torn(self) -> None:
         """Raise BlowUpError if an edge is stretched past its torn strain (``torn_strain``)."""
         m = self.model
-        if len(m.edges) == 0:
+        if self._torn is None or len(m.edges) == 0:  # yarns keep their lengths exactly
             return
         strain = edge_strain(self.solver.x, m.edges, m.edge_rest_length)
         over = strain - self._torn

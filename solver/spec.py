@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .mesh import PolyMesh
-from .params import MaterialParams, SolverSettings
+from .params import MaterialParams, SolverSettings, YarnParams
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,58 @@ class ClothSetup:
 
 
 @dataclass(frozen=True)
+class YarnSetup:
+    """Yarns to simulate with the yarn model (solver/yarn/, docs/yarn.md): a knitted swatch
+    (``solver.yarn.knit_setup``, a scene file's ``[knit]`` table, Blender's Knit Swatch).
+
+    Attributes:
+        positions: (P, 3) yarn points where the simulation starts [m].
+        yarn_offsets: (Y + 1,) int: yarn k is points yarn_offsets[k]:yarn_offsets[k + 1].
+        yarn: the yarn's material.
+        ties: (T, 2) point pairs glued at their distance in ``rest_positions`` (Kaldor's glue
+            on yarn ends and the edges' stitches: stitches.Swatch.ties).
+        loops: (P,) the loop j·stitches + i each point belongs to (stitches.Swatch.loops), which
+            places the regions of the non-rigid damping; None: no such damping (loose yarns).
+        stitches, courses: the knit's loops per course and courses (for ``loops``).
+        rest_positions: (P, 3) the rest shape [m]: every segment's rest length and, unless
+            ``rest_curvature`` is given, the rest curvature; None = ``positions``.
+        rest_curvature: (P, 3) every point's rest curvature in its own frame
+            (rods.rest_curvature), as the relaxation leaves it; None = that of
+            ``rest_positions``.
+        straight: point indices whose rest shape is straight (no rest curvature): a knit's
+            cast-on and bind-off yarns (stitches.Swatch), whose short segments would bend too
+            stiffly about a bent rest shape for the step (rods.rest_bending_force).
+        relax: seconds of Kaldor's relaxation run first (relax.py), after which the relaxed
+            swatch is the start and the rest state; 0 = the yarns start at rest.
+        pin_indices, pin_weights, pin_targets: pinned points, as ClothSetup's: weight 1 holds
+            a point on its target, below 1 pulls it there with a goal spring of weight ×
+            ``yarn.pin_stiffness`` per metre of yarn; targets (frames + 1, N, 3) [m] move
+            them (a needle, a hand), None = they stay where they start.
+    """
+
+    positions: np.ndarray
+    yarn_offsets: np.ndarray
+    yarn: YarnParams = field(default_factory=YarnParams)
+    ties: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
+    loops: np.ndarray | None = None
+    stitches: int = 0
+    courses: int = 0
+    rest_positions: np.ndarray | None = None
+    rest_curvature: np.ndarray | None = None
+    straight: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    relax: float = 0.0
+    pin_indices: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pin_weights: np.ndarray | None = None
+    pin_targets: np.ndarray | None = None
+
+    def weights(self) -> np.ndarray:
+        """Pin weights, shape (N,), defaulting to 1."""
+        if self.pin_weights is None:
+            return np.ones(len(self.pin_indices))
+        return np.asarray(self.pin_weights, dtype=np.float64)
+
+
+@dataclass(frozen=True)
 class Collider:
     """A body the cloth must never pass through (see solver.collision).
 
@@ -113,7 +165,8 @@ class SimulationSpec:
 
     Attributes:
         cloth: the cloth to simulate, or a tuple of cloths simulated together (each with its own
-            material and pins; results list their vertices in this order).
+            material and pins; results list their vertices in this order), or the yarns of a
+            knit (YarnSetup, with ``settings.model == "yarn"``).
         settings: model choice and numerical options.
         frames: number of frames to simulate (frame 0 is the initial state).
         fps: frames per second [1/s].
@@ -127,7 +180,7 @@ class SimulationSpec:
             the results); each piece's own seams are in ``ClothSetup.seams``.
     """
 
-    cloth: ClothSetup | tuple[ClothSetup, ...]
+    cloth: ClothSetup | tuple[ClothSetup, ...] | YarnSetup
     settings: SolverSettings = field(default_factory=SolverSettings)
     frames: int = 48
     fps: float = 24.0
@@ -146,6 +199,7 @@ class SimulationSpec:
         """The wind acting from frame ``frame`` to ``frame + 1``."""
         return self.wind if self.wind_frames is None else self.wind_frames[frame]
 
-    def pieces(self) -> tuple[ClothSetup, ...]:
-        """The cloths as a tuple (one element for a single cloth)."""
-        return (self.cloth,) if isinstance(self.cloth, ClothSetup) else tuple(self.cloth)
+    def pieces(self) -> tuple[ClothSetup | YarnSetup, ...]:
+        """The cloths (or the knit) as a tuple (one element for a single one)."""
+        return (self.cloth,) if isinstance(self.cloth, (ClothSetup, YarnSetup)) \
+            else tuple(self.cloth)

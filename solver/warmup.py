@@ -191,22 +191,31 @@ YARN_STEPS = 20
 
 
 def warm_yarn() -> None:
-    """What Add > Knit Swatch and its bake run, on a 3 × 2 swatch: the stitch layout, the
-    relaxation (linear yarns, heavy damping; shortened: the kernels are the same at any length)
-    and the simulation hanging from its top course, without and with a table below. After the
-    cloth scenes: a knit is the rarer first bake (docs/solver.md, "numba's cache and the first
-    bake")."""
-    from .yarn import YarnSimulation, knit_swatch, load_yarn_preset, loop_regions, relax_swatch
+    """What Add > Knit Swatch and its bake run, on a 3 × 2 swatch: the stitch layout, both
+    phases of the relaxation (shortened: the kernels are the same at any length) and the
+    simulation through the one frame loop (simulation.Simulation), hanging from its top course
+    with hard and soft pins, without and with a table below. After the cloth scenes: a knit is
+    the rarer first bake (docs/solver.md, "numba's cache and the first bake")."""
+    from .formats.presets import load_yarn_preset
+    from .simulation import Simulation
+    from .yarn import knit_swatch, relax_setup, swatch_setup
 
     params = load_yarn_preset("wool_worsted")
     sw = knit_swatch("rib2x2", 3, 2, 8.0 * params.radius, 6.0 * params.radius, params.radius)
-    x = relax_swatch(sw, params, duration=YARN_STEPS * 1.0e-5, time_step=1.0e-5).positions
-    courses, stitches = sw.purl.shape
-    top = np.arange(sw.course_points[-2], sw.course_points[-1])
-    for floor in (None, float(x[:, 2].min()) - params.radius):
-        sim = YarnSimulation(x, sw.yarn_offsets, params, pins=top, ties=sw.ties, floor=floor,
-                             regions=loop_regions(sw.loops, stitches, courses))
-        for _ in range(YARN_STEPS):
+    step = 1.0e-5
+    setup, _ = relax_setup(swatch_setup(sw, params), duration=YARN_STEPS * step,
+                           settle=YARN_STEPS * step, time_step=step)
+    top = sw.top_course
+    weights = np.where(np.arange(len(top)) % 2 == 0, 1.0, 0.5)
+    setup = dataclasses.replace(setup, pin_indices=top, pin_weights=weights)
+    for floor in (None, float(setup.positions[:, 2].min()) - params.radius):
+        colliders = () if floor is None else (
+            Collider("plane", point=np.array([0.0, 0.0, floor]), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.0, friction=0.5),)
+        sim = Simulation(SimulationSpec(setup, SolverSettings(model="yarn", time_step=step),
+                                        frames=1, fps=1.0 / (YARN_STEPS * step),
+                                        colliders=colliders))
+        while not sim.done:
             sim.step()
 
 

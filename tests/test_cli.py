@@ -44,6 +44,9 @@ class FakeResult:
         self.vertices = vertices
         self.frames_done = frames_done
 
+    def arrays(self):
+        return {"positions": self.positions, "triangles": self.triangles}
+
     def report(self):
         return {"frames": [{"frame": np.int64(i + 1), "max_strain": np.float64(0.01)}
                            for i in range(self.frames_done)],
@@ -91,7 +94,7 @@ def test_malformed_scene_exits_2_with_one_line(tmp_path):
     ("frames = \n", "error: scene.toml: invalid TOML: "),
     ('[cloth]\nmesh = "cloth.obj"\n', "error: cloth.mesh: file not found: "),
     ('[cloth]\ngrid = {}\n[solver]\nmodel = "foo"\n',
-     "error: solver.model: expected one of mass_spring, implicit, got 'foo'"),
+     "error: solver.model: expected one of mass_spring, implicit, yarn, got 'foo'"),
     ("[cloth]\ngrid = { sise = [1.0, 1.0] }\n", "error: cloth.grid.sise: unknown key"),
 ])
 def test_scene_errors_in_process(tmp_path, capsys, text, message):

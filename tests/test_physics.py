@@ -14,7 +14,7 @@ from solver import (ClothSetup, MaterialParams, PolyMesh, SimulationSpec, Solver
 from solver.diagnostics import kinetic_energy
 from solver.model import build_model
 from solver.solvers.base import BlowUpError, FrameTargets
-from solver.solvers import SOLVERS, make_solver
+from solver.solvers import CLOTH_MODELS, make_solver
 from scenarios import (SOFT, cantilever_strip, hanging_cloth, hanging_strip,
                               hanging_strip_extension, heavy_elastica_tip_drop)
 from solver.simulation import simulate
@@ -56,7 +56,7 @@ def test_free_fall_matches_half_g_t_squared(model, kw):
     assert r.frames[-1].max_strain < (1e-6 if model == "implicit" else 1e-9)
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_air_drag_gives_terminal_velocity(model):
     """A horizontal sheet falls at v_t = ρ·g/air_drag once drag balances weight."""
     mat = dataclasses.replace(SOFT, air_drag=1.0)
@@ -68,7 +68,7 @@ def test_air_drag_gives_terminal_velocity(model):
     np.testing.assert_allclose(-v, v_t, rtol=2e-3)
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_hanging_strip_stretches_by_rho_g_l2_over_2k(model):
     mat = dataclasses.replace(SOFT, stretch_damping=0.5)
     r = simulate(hanging_strip(mat, settings(model), frames=48))
@@ -235,7 +235,7 @@ def test_implicit_is_stable_at_one_step_per_frame_with_stiff_fabric():
     assert np.all(e <= e[0] + 1e-9)
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_strain_limit_holds_its_bound(model):
     limit = 0.05
     mat = dataclasses.replace(SOFT, stretch_stiffness=10.0, max_strain=limit)
@@ -247,7 +247,7 @@ def test_strain_limit_holds_its_bound(model):
     assert max(f.max_strain for f in r.frames) <= limit * (1 + 2e-3)
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_pins_stay_put_and_moving_pins_follow_their_targets(model):
     spec = hanging_cloth(7, SOFT, settings(model), size=0.3, frames=12)
     r = simulate(spec)
@@ -264,7 +264,7 @@ def test_pins_stay_put_and_moving_pins_follow_their_targets(model):
     assert np.abs(r2.positions[-1] - r.positions[-1]).max() > 1e-3  # the cloth was dragged
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_soft_pins_pull_towards_their_targets(model):
     spec = hanging_cloth(7, SOFT, settings(model), size=0.3, frames=24)
     w = np.array([0.5, 0.5])
@@ -297,14 +297,14 @@ def test_blow_up_stops_with_the_frame_and_keeps_earlier_frames():
     assert np.all(np.isfinite(r.positions))
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_bakes_are_bit_identical(model):
     spec = hanging_cloth(9, SOFT, settings(model), size=0.3, frames=6)
     a, b = simulate(spec), simulate(spec)
     assert a.positions.tobytes() == b.positions.tobytes()
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_wind_pushes_cloth_downwind_and_turbulence_is_seeded(model):
     mat = dataclasses.replace(SOFT, air_drag=0.5)
     base = hanging_cloth(7, mat, settings(model), size=0.3, frames=24)
@@ -338,7 +338,7 @@ def test_a_wind_per_frame_acts_from_its_frame_on():
         dataclasses.replace(base, wind_frames=(steady,) * 3)
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_pieces_simulated_together_move_as_they_do_alone(model):
     """Two cloths of different materials and pins in one simulation: each piece's motion is
     the one it has when simulated alone (no collisions between them here). Not bit-equal: the
@@ -373,7 +373,7 @@ def test_non_finite_forces_inside_the_implicit_solve_stop_as_a_blow_up():
         solver.step_frame(0.0, 1 / 24, targets, np.zeros_like(solver.x))
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_a_cloth_hung_from_two_corners_stays_mirror_symmetric(model):
     """No diagonal is preferred: the implicit membrane averages both splits of every quad (one
     split alone left a 1% left–right drift) and the springs use both diagonals. Solved tightly,
@@ -392,7 +392,7 @@ def test_a_cloth_hung_from_two_corners_stays_mirror_symmetric(model):
     assert np.abs(p - mirrored).max() < 1e-6 * motion
 
 
-@pytest.mark.parametrize("model", list(SOLVERS))
+@pytest.mark.parametrize("model", CLOTH_MODELS)
 def test_the_grain_turns_with_the_uv_map_or_the_grain_direction(model):
     """An anisotropic cloth (weft a quarter of the warp) turned 90° in the world, its UV map
     (or its grain direction) turned with it, moves exactly as before, turned. Without them the

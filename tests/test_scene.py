@@ -223,9 +223,9 @@ GRID = "[cloth]\ngrid = {}\n"
     ("gravity = [0.0, 0.0, inf]\n" + GRID, "gravity[2]: must be finite, got inf"),
     ('gravity = [0.0, "down", 0.0]\n' + GRID, "gravity[1]: expected a number, got str 'down'"),
     ("gravity = 9.81\n" + GRID, "gravity: expected an array of 3 numbers, got float 9.81"),
-    ("fram = 3\n" + GRID, "fram: unknown key (allowed: frames, fps, gravity, cloth, solver, wind, collider)"),
+    ("fram = 3\n" + GRID, "fram: unknown key (allowed: frames, fps, gravity, cloth, knit, solver, wind, collider)"),
     ('"odd key" = 3\n' + GRID, '"odd key": unknown key'),
-    ("frames = 3\n", "cloth: missing (the scene needs a [cloth] table)"),
+    ("frames = 3\n", "cloth: missing (the scene needs a [cloth] table, or [knit])"),
     ('cloth = "sheet.obj"\n', "cloth: expected a table, got str 'sheet.obj'"),
     ("solver = 3\n" + GRID, "solver: expected a table, got int 3"),
     # cloth
@@ -268,7 +268,7 @@ GRID = "[cloth]\ngrid = {}\n"
     (GRID + "thickness = -0.1\n", "cloth.thickness: must be >= 0 m, got -0.1"),
     (GRID + "thickness = 0.1\nmaterial = { thickness = 0.2 }\n", "cloth.thickness: also given as cloth.material.thickness"),
     # solver
-    (GRID + '[solver]\nmodel = "foo"\n', "solver.model: expected one of mass_spring, implicit, got 'foo'"),
+    (GRID + '[solver]\nmodel = "foo"\n', "solver.model: expected one of mass_spring, implicit, yarn, got 'foo'"),
     (GRID + "[solver]\nsubsteps = 0\n", "solver.substeps: must be >= 1, got 0"),
     (GRID + "[solver]\nsettle = 1\n", "solver.settle: expected true or false, got 1"),
     (GRID + "[solver]\ncg_tolerance = true\n", "solver.cg_tolerance: expected a number, got bool True"),

@@ -63,16 +63,20 @@ for model, integrator in (("implicit", "symplectic_euler"), ("mass_spring", "rk4
             sim.step()
         assert sim.result.error is None, sim.result.error
 # a knit as Add > Knit Swatch makes it and its bake runs it, above a table
-from solver.yarn import YarnSimulation, knit_swatch, load_yarn_preset, loop_regions, relax_swatch
+import dataclasses
+from solver import load_yarn_preset
+from solver.yarn import knit_swatch, relax_setup, swatch_setup
 yarn = load_yarn_preset("cotton_dk")
 sw = knit_swatch("seed", 4, 3, 9.0 * yarn.radius, 7.0 * yarn.radius, yarn.radius)
-x = relax_swatch(sw, yarn, duration=5.0e-4).positions
-knit = YarnSimulation(x, sw.yarn_offsets, yarn, ties=sw.ties,
-                      pins=np.arange(sw.course_points[-2], sw.course_points[-1]),
-                      floor=float(x[:, 2].min()) - 2.0 * yarn.radius, friction=0.3,
-                      regions=loop_regions(sw.loops, 4, 3))
-for _ in range(30):
-    knit.step()
+setup, _ = relax_setup(swatch_setup(sw, yarn), duration=5.0e-4, settle=5.0e-4)
+setup = dataclasses.replace(setup, pin_indices=sw.top_course,
+                            pin_weights=np.r_[0.5, np.ones(len(sw.top_course) - 1)])
+table = Collider("plane", point=np.array([0.0, 0.0, setup.positions[:, 2].min()
+                                          - 2.0 * yarn.radius]),
+                 normal=np.array([0.0, 0.0, 1.0]), thickness=0.0, friction=0.3)
+knit = Simulation(SimulationSpec(setup, SolverSettings(model="yarn"), frames=1, fps=320.0,
+                                 colliders=(table,)))
+knit.step()
 new = {name: [str(sig) for sig in d.signatures if sig not in made.get(name, set())]
        for name, d in dispatchers()}
 print("RESULT " + json.dumps({"warmed": sum(map(len, made.values())),

@@ -5,23 +5,22 @@ moving ones) and the force on pinned points (pin_reaction), the pieces the valid
 import numpy as np
 import pytest
 
+import dataclasses
+
 from solver.mesh import PolyMesh
-from solver.params import YarnParams
 from solver.spec import Collider
-from solver.yarn import YarnColliders, knit_swatch, loop_regions, relax_swatch
-from solver.yarn.dynamics import YarnSimulation
-
-P = YarnParams()
-
-
-def _straight(n, length, start=(0.0, 0.0, 0.0), direction=(1.0, 0.0, 0.0)):
-    return np.asarray(start) + np.linspace(0, length, n)[:, None] * np.asarray(direction)
+from solver.yarn import YarnColliders
+from solver.yarn.dynamics import Stepping
+from yarns import P, relaxed_swatch, solver, swatch_solver
+from yarns import straight as _straight
 
 
 def test_yarn_dropped_on_a_table_lies_on_it_and_keeps_its_length():
     x = _straight(31, 0.03, start=(0.0, 0.0, 0.004))
     x[:, 2] += 0.002 * np.sin(np.linspace(0, 3, 31))       # not flat: it lands unevenly
-    sim = YarnSimulation(x, [0, 31], P, gravity=(0, 0, -9.81), floor=0.0)
+    # (straight at rest, so that it lies flat; otherwise it keeps its waves)
+    sim = solver(x, [0, 31], P, gravity=(0, 0, -9.81), floor=0.0,
+                 rest_curvature=np.zeros((31, 3)))
     length = sim.yarn_lengths()[0]
     lowest = np.inf
     for _ in range(100):
@@ -40,7 +39,7 @@ def test_friction_stops_a_sliding_yarn_and_no_friction_does_not():
     x = _straight(11, 0.01, start=(0.0, 0.0, P.radius))
     out = []
     for mu in (0.0, 0.5):
-        sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81), floor=0.0, friction=mu)
+        sim = solver(x, [0, 11], P, gravity=(0, 0, -9.81), floor=0.0, floor_friction=mu)
         sim.v[:, 0] = 0.1
         sim.advance(0.05)
         out.append(sim.v[:, 0].mean())
@@ -51,12 +50,13 @@ def test_friction_stops_a_sliding_yarn_and_no_friction_does_not():
 
 def test_pin_reaction_of_a_hanging_yarn_is_its_weight():
     x = _straight(21, 0.04, direction=(0, 0, -1))
-    sim = YarnSimulation(x, [0, 21], P, pins=[0], gravity=(0, 0, -9.81), damping_rate=300.0)
+    sim = solver(x, [0, 21], P, pins=[0], gravity=(0, 0, -9.81),
+                 stepping=Stepping(damping_rate=300.0))
     sim.advance(0.02)
     weight = P.linear_density * 0.04 * 9.81
     f = sim.pin_reaction([0])
     # the yarn pulls its pin down with its whole weight (minus the pinned point's own share)
-    assert f[2] == pytest.approx(-(weight - sim.mass[0] * 9.81), rel=0.02)
+    assert f[2] == pytest.approx(-(weight - sim.model.mass[0] * 9.81), rel=0.02)
     assert abs(f[0]) < 0.02 * weight
 
 
@@ -88,9 +88,13 @@ def _icosphere(radius, center, subdivisions=2):
 
 
 def _swatch(n=5):
-    sw = knit_swatch("stockinette", n, n, 5.6e-3, 4.2e-3, P.radius)
-    relaxed = relax_swatch(sw, P, duration=0.01)
-    return sw, relaxed
+    sw, setup, _ = relaxed_swatch("stockinette", n, duration=0.01, settle=0.0)
+    return sw, setup
+
+
+def _moved(setup, x):
+    """The relaxed swatch's setup moved rigidly to start at x (its rest state moved with it)."""
+    return dataclasses.replace(setup, positions=x, rest_positions=x)
 
 
 @pytest.mark.parametrize("kind", ["sphere", "mesh"])
@@ -98,8 +102,8 @@ def test_swatch_dropped_on_a_sphere_stays_outside_it(kind):
     """A knit let go above a ball (analytic, or a triangle mesh as artists model it) lands on
     it: no yarn point ever comes closer to the surface than the yarn's radius (less the
     length projection's error), and the swatch rests on the ball rather than falling past."""
-    sw, relaxed = _swatch()
-    x = relaxed.positions - relaxed.positions.mean(axis=0)   # lying flat, face up
+    sw, setup = _swatch()
+    x = setup.positions - setup.positions.mean(axis=0)       # lying flat, face up
     R = 0.02
     centre = np.array([0.0, 0.0, x[:, 2].min() - P.radius - 1e-3 - R])  # 1 mm below it
     if kind == "sphere":
@@ -113,9 +117,7 @@ def test_swatch_dropped_on_a_sphere_stays_outside_it(kind):
         inset = R - np.linalg.norm(tri.mean(axis=1) - centre, axis=1).min()
         surface = lambda p: np.linalg.norm(p - centre, axis=1) - (R - inset)  # noqa: E731
     colliders = YarnColliders([col], P.radius, fps=24.0, frames=2)
-    sim = YarnSimulation(x, sw.yarn_offsets, P, ties=sw.ties, rest=relaxed.rest,
-                         gravity=(0, 0, -9.81), colliders=colliders,
-                         regions=loop_regions(sw.loops, 5, 5))
+    sim = swatch_solver(sw, _moved(setup, x), gravity=(0, 0, -9.81), colliders=colliders)
     length = sim.yarn_lengths()[0]
     closest = np.inf
     for _ in range(12):
@@ -136,8 +138,7 @@ def test_a_tilted_plane_holds_a_yarn_and_a_moving_one_carries_it():
     x = _straight(11, 0.01, start=(0.0, 0.0, 0.003))
     n = np.array([0.0, 0.3, 1.0]) / np.linalg.norm([0.0, 0.3, 1.0])
     tilted = Collider(kind="plane", point=np.zeros(3), normal=n, thickness=0.0, friction=2.0)
-    sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81),
-                         colliders=YarnColliders([tilted], P.radius, 24.0, 1))
+    sim = solver(x, [0, 11], P, gravity=(0, 0, -9.81), colliders=[tilted])
     for _ in range(20):
         sim.advance(2e-3)
         assert (sim.x @ n).min() > P.radius - 1e-6
@@ -146,8 +147,7 @@ def test_a_tilted_plane_holds_a_yarn_and_a_moving_one_carries_it():
     lift = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
                     thickness=0.001, friction=0.5, velocity=np.array([0.0, 0.0, 0.2]))
     x = _straight(11, 0.01, start=(0.0, 0.0, P.radius + 0.001))
-    sim = YarnSimulation(x, [0, 11], P, gravity=(0, 0, -9.81),
-                         colliders=YarnColliders([lift], P.radius, 24.0, 2))
+    sim = solver(x, [0, 11], P, gravity=(0, 0, -9.81), colliders=[lift], frames=2)
     sim.advance(0.05)
     assert sim.x[:, 2].min() == pytest.approx(0.2 * 0.05 + 0.001 + P.radius, abs=1e-4)
 
@@ -173,9 +173,9 @@ def test_a_yarn_starting_inside_a_colliders_reach_is_refused_with_the_reason():
     table = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
                      thickness=0.005, friction=0.5)
     with pytest.raises(ValueError, match="starts 5.25 mm inside a collider's reach"):
-        YarnSimulation(x, [0, 11], P, colliders=YarnColliders([table], P.radius, 24.0, 1))
+        solver(x, [0, 11], P, colliders=[table])
     x[:, 2] += 0.005 + P.radius                              # outside it: accepted
-    YarnSimulation(x, [0, 11], P, colliders=YarnColliders([table], P.radius, 24.0, 1))
+    solver(x, [0, 11], P, colliders=[table])
 
 
 def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
@@ -183,15 +183,18 @@ def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
     in by the length projection and pushed out again after it, stretching their segments
     (1.8 % before the pushed points were made heavy for the projection; 1.0 % at 1/12000 s
     with one round of push and projection per step; 0.05 % with two)."""
-    sw, relaxed = _swatch()
-    x = relaxed.positions - relaxed.positions.mean(axis=0)
+    sw, setup = _swatch()
+    x = setup.positions - setup.positions.mean(axis=0)
     x[:, 2] += 0.3
-    sim = YarnSimulation(x, sw.yarn_offsets, P, ties=sw.ties, rest=relaxed.rest,
-                         gravity=(0, 0, -9.81), floor=0.0, regions=loop_regions(sw.loops, 5, 5))
+    table = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.0, friction=0.5)
+    sim = swatch_solver(sw, _moved(setup, x), gravity=(0, 0, -9.81),
+                        colliders=YarnColliders([table], P.radius, 24.0, 1))
+    s = sim.model.segments
     worst = 0.0
     for _ in range(100):
         sim.advance(1 / 240)
-        strain = np.abs(sim.segments.lengths(sim.x) / sim.segments.rest - 1.0).max()
+        strain = np.abs(s.lengths(sim.x) / s.rest - 1.0).max()
         worst = max(worst, strain)
     assert sim.x[:, 2].min() < 0.01                       # it landed
     assert sim.x[:, 2].min() > P.radius - 1e-6            # on the table, not through it

@@ -1,21 +1,15 @@
-"""A knitted swatch end to end: generated, relaxed (Kaldor §7.1), then hanging from its top
-course under gravity (solver/yarn/)."""
+"""A knitted swatch end to end: generated, relaxed (Kaldor §7.1 and the settle), then hanging
+from its top course under gravity (solver/yarn/)."""
 
 import numpy as np
 import pytest
 
-from solver.params import YarnParams
-from solver.yarn.damping import loop_regions
-from solver.yarn.dynamics import YarnSimulation
-from solver.yarn.relax import KALDOR_SHRINK, relax_swatch
-from solver.yarn.stitches import PATTERNS, knit_swatch
+from solver.yarn.relax import KALDOR_SHRINK
+from solver.yarn.stitches import PATTERNS
+from yarns import D, P, relaxed_swatch, swatch_solver
 
-P = YarnParams()
-D = 2 * P.radius
-W, H = 5.6e-3, 4.2e-3
 # Stated guarantee of the knit tests: no two non-neighbouring yarn segments closer than this
-# fraction of the yarn diameter, during relaxation and simulation (measured: 0.29 and 0.54 for
-# a 6 × 6 stockinette swatch; the step's own guard is 0.1).
+# fraction of the yarn diameter, during relaxation and simulation (the step's own guard is 0.1).
 CLEARANCE = 0.25
 
 
@@ -29,18 +23,17 @@ def _course_gap(x, sw, j):
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_relaxed_swatch_hangs_from_its_top_without_stretching_or_passing_through(pattern):
     S = C = 5
-    sw = knit_swatch(pattern, S, C, W, H, P.radius)
-    start = np.linalg.norm(np.diff(sw.positions, axis=0), axis=1).sum()
-    relaxed = relax_swatch(sw, P, duration=0.015)
-    x = relaxed.positions
+    sw, setup, relaxed = relaxed_swatch(pattern, S, duration=0.015, settle=0.01)
+    seg = sw.segments
+    start = np.linalg.norm(sw.positions[seg[:, 1]] - sw.positions[seg[:, 0]], axis=1).sum()
+    x = setup.positions
     assert np.isfinite(x).all()
     # Kaldor's shrink: the linear yarns end close to c·ℓ⁰ (contact holds them a little longer)
     assert KALDOR_SHRINK - 0.01 < relaxed.rest.sum() / start < 1.0
     assert relaxed.stats.min_clearance >= CLEARANCE * D
 
     top = sw.top_course
-    sim = YarnSimulation(x, sw.yarn_offsets, P, pins=top, ties=sw.ties, rest=relaxed.rest,
-                         gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, S, C))
+    sim = swatch_solver(sw, setup, gravity=(0.0, -9.81, 0.0), pins=top)
     length = sim.yarn_lengths()[0]
     sim.advance(0.015)
     assert np.isfinite(sim.x).all()
@@ -51,5 +44,3 @@ def test_relaxed_swatch_hangs_from_its_top_without_stretching_or_passing_through
     # still one knit: every course touches the next (none slid off or unravelled)
     for j in range(C - 1):
         assert _course_gap(sim.x, sw, j) < D
-    # (over 15 ms gravity moves a free yarn 1.1 mm; the stockinette's bottom edge curls up
-    # by more than that, so no net drop is asserted here)

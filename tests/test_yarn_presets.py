@@ -1,12 +1,13 @@
-"""Yarn presets (presets/yarns/, solver/yarn/presets.py)."""
+"""Yarn presets (presets/yarns/), read by the same code as the fabric presets
+(solver/formats/presets.py)."""
 
 import dataclasses
 
 import pytest
 
-from solver.formats.presets import list_presets
+from solver.formats.presets import (list_presets, list_yarn_presets, load_yarn_preset,
+                                    yarn_preset_info)
 from solver.params import ParameterError, YarnParams
-from solver.yarn.presets import list_yarn_presets, load_yarn_preset, yarn_preset_info
 
 
 def test_shipped_yarns_load_validate_and_cite_every_value():
@@ -35,11 +36,16 @@ def test_yarns_are_not_fabrics():
 def test_bad_yarn_presets_name_the_problem(tmp_path):
     (tmp_path / "bad.toml").write_text('[preset]\nname = "B"\n[yarn]\nradius = -1.0\n')
     (tmp_path / "typo.toml").write_text('[preset]\nname = "T"\n[yarn]\nradious = 1e-3\n')
+    (tmp_path / "fabric.toml").write_text('[preset]\nname = "F"\n[material]\nthickness = 1e-3\n')
     with pytest.raises(ParameterError) as err:
         load_yarn_preset("bad", tmp_path)
     assert err.value.key == "yarn preset bad.radius"
     with pytest.raises(ParameterError) as err:
         load_yarn_preset("typo", tmp_path)
     assert err.value.key == "yarn preset typo.radious"
-    with pytest.raises(ParameterError):
+    with pytest.raises(ParameterError) as err:     # a fabric's table is no yarn
+        load_yarn_preset("fabric", tmp_path)
+    assert err.value.key == "yarn preset fabric.material"
+    with pytest.raises(ParameterError) as err:
         load_yarn_preset("nylon", tmp_path)
+    assert err.value.key == "yarn" and "unknown yarn preset 'nylon'" in str(err.value)

@@ -1,4 +1,5 @@
-"""Knit scene files run by the yarn model (solver/yarn/scene.py through the command line)."""
+"""Knit scene files ([knit] tables, read by solver/formats/scene.py) run by the yarn model
+through the command line, as cloth scenes are."""
 
 import json
 
@@ -37,7 +38,8 @@ def test_knit_scene_writes_every_yarn_point_per_frame(tmp_path, capsys):
     with np.load(out) as r:
         x, offsets, radius = r["positions"], r["yarn_offsets"], float(r["radius"])
     assert x.shape[0] == 3 and x.shape[2] == 3
-    assert list(offsets) == [0, x.shape[1]]
+    # the knit's yarn, then the cast-on's and the bind-off's (finished edges)
+    assert len(offsets) == 4 and offsets[0] == 0 and offsets[-1] == x.shape[1]
     assert radius == pytest.approx(1.25e-3)
     assert np.isfinite(x).all()
     # the swatch hangs in the x–z plane around its centre, courses along x, wales up z
@@ -47,7 +49,7 @@ def test_knit_scene_writes_every_yarn_point_per_frame(tmp_path, capsys):
     assert span[0] > span[2] / 2 > span[1] / 2
     rep = json.loads(report.read_text())
     assert rep["model"] == "yarn" and len(rep["frames"]) == 2 and rep["error"] is None
-    assert rep["frames"][-1]["closest_so_far_diameters"] >= 0.1
+    assert rep["frames"][-1]["closest_yarns_m"] >= 0.1 * 2 * 1.25e-3
 
 
 @pytest.mark.parametrize("change, key", [
@@ -63,6 +65,11 @@ def test_knit_scene_writes_every_yarn_point_per_frame(tmp_path, capsys):
     (('pin = "top"', 'pin = "bottom"'), "knit.pin"),
     (("relax = 0.005", "relax = -1"), "knit.relax"),
     (("relax = 0.005", "rows = 4"), "knit.rows"),
+    (('pin = "top"', 'pin = [0, 0]'), "knit.pin[1]"),
+    (('pin = "top"', 'pin = "top"\nedges = "yes"'), "knit.edges"),
+    (('pin = "top"', 'pin = [0]\npin_weights = [1.5]'), "knit.pin_weights[0]"),
+    (('pin = "top"', 'pin = [0, 1]\npin_weights = [1.0]'), "knit.pin_weights"),
+    (('pin = "top"', 'pin = [0]\npin_motion = "none.npz"'), "knit.pin_motion"),
     (('model = "yarn"', 'model = "implicit"'), "solver.model"),
     (('model = "yarn"', 'model = "yarn"\nsubsteps = 3'), "solver.substeps"),
     (("fps = 200.0", "fps = 0"), "fps"),
@@ -88,3 +95,12 @@ def test_a_knit_scene_takes_a_repeat_as_its_pattern(tmp_path, capsys):
                  "--out", str(seed), "--quiet"]) == 0
     with np.load(out) as a, np.load(seed) as b:     # the same stitches as the named pattern
         assert np.array_equal(a["positions"], b["positions"])
+
+
+def test_a_knit_scene_may_leave_its_edges_raw(tmp_path, capsys):
+    out = tmp_path / "r.npz"
+    text = SCENE.replace('pin = "top"', 'pin = "top"\nedges = false')
+    assert main(["run", _write(tmp_path, text), "--out", str(out), "--quiet"]) == 0, \
+        capsys.readouterr().err
+    with np.load(out) as r:
+        assert list(r["yarn_offsets"]) == [0, r["positions"].shape[1]]

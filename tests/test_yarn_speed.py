@@ -8,11 +8,13 @@ import numpy as np
 import pytest
 
 from solver.params import YarnParams
-from solver.yarn import YarnSimulation, knit_swatch, loop_regions
+from solver.yarn import knit_swatch
+from solver.yarn.dynamics import GUARD, Stepping
 from solver.collision.closest import segment_segment
 from solver.yarn.contact import (NEIGHBOUR_GAP, SegmentTree, contact_forces, contact_pass,
                                  min_clearance, near_pairs)
 from solver.yarn.stability import ContactFrequency, add_contact_stiffness, contact_springs
+from yarns import solver
 
 P = YarnParams()
 two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
@@ -20,21 +22,20 @@ two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
 
 
 def _swatch(n=4):
-    sw = knit_swatch("rib2x2", n, n, 5.6e-3, 4.2e-3, P.radius)
+    sw = knit_swatch("rib2x2", n, n, 5.6e-3, 4.2e-3, P.radius, edges=False)
     # squeezed along the wale so the courses press into each other: many contacts
     x = sw.positions * np.array([1.0, 0.8, 1.0])
     return sw, x
 
 
-def _hanging(sw, x, **kw):
-    top = sw.top_course
-    return YarnSimulation(x, sw.yarn_offsets, P, pins=top, ties=sw.ties,
-                          gravity=(0.0, -9.81, 0.0), regions=loop_regions(sw.loops, 4, 4), **kw)
+def _hanging(sw, x, pair_margin=0.3, **kw):
+    return solver(x, sw.yarn_offsets, P, pins=sw.top_course, swatch=sw,
+                  gravity=(0.0, -9.81, 0.0), stepping=Stepping(pair_margin=pair_margin), **kw)
 
 
 def test_fused_contact_pass_equals_forces_and_clearance():
     sw, x = _swatch()
-    sim = YarnSimulation(x, sw.yarn_offsets, P)
+    sim = solver(x, sw.yarn_offsets, P)
     s = sim.segments
     rng = np.random.default_rng(0)
     v = rng.normal(size=x.shape) * 0.05
@@ -63,7 +64,7 @@ def test_fused_contact_pass_equals_forces_and_clearance():
 
 def test_near_pairs_keeps_the_non_neighbours_within_the_limit_in_order():
     sw, x = _swatch()
-    s = YarnSimulation(x, sw.yarn_offsets, P).segments
+    s = solver(x, sw.yarn_offsets, P).segments
     D = 2 * P.radius
     cand = SegmentTree(s.seg, x, P.radius, 0.5 * P.radius).pairs(x)
     limit = 1.3 * D
@@ -126,7 +127,7 @@ def test_a_step_too_long_for_the_contact_is_shortened_on_a_ladder_and_frames_lan
     # a frame whose length is no whole number of steps lands exactly too
     ladder.advance(1.0 / 240.0)
     assert ladder.time == pytest.approx(0.004 + 1.0 / 240.0, rel=1e-12)
-    assert ladder.stats.min_clearance >= ladder.guard * 2 * P.radius
+    assert ladder.stats.min_clearance >= GUARD * 2 * P.radius
 
 
 def _contact_matrix(sim):
@@ -153,7 +154,7 @@ def test_contact_stiffness_is_the_penalty_force_derivative_along_the_normal():
     x = np.array([[-2e-3, 0, 0], [-0.7e-3, 0, 0], [0.7e-3, 0, 0], [2e-3, 0, 0],
                   [0, -2e-3, 0.6 * D], [0, -0.7e-3, 0.6 * D], [0, 0.7e-3, 0.6 * D],
                   [0, 2e-3, 0.6 * D]])
-    sim = YarnSimulation(x, [0, 4, 8], P)
+    sim = solver(x, [0, 4, 8], P, rest_curvature=np.zeros((8, 3)))
     f0 = sim.forces(sim.x, sim.v).copy()
     K, springs = _contact_matrix(sim)
     u = np.zeros_like(x)
@@ -176,12 +177,13 @@ def test_contact_frequency_estimate_is_below_the_highest_and_gershgorin_above_it
     sim = _hanging(sw, x)
     sim.forces(sim.x, sim.v)
     K, springs = _contact_matrix(sim)
+    mass = sim.model.mass
     free = np.repeat(sim.free, 3)
-    s = np.repeat(sim.mass, 3) ** -0.5
+    s = np.repeat(mass, 3) ** -0.5
     lam = np.linalg.eigvalsh((s[:, None] * K * s[None, :])[free][:, free]).max()
-    est = ContactFrequency(sim.mass, sim.free).estimate(springs)
+    est = ContactFrequency(mass, sim.free).estimate(springs)
     assert 0.8 * lam <= est <= lam * (1 + 1e-9)
-    gershgorin = (2 * sim._stiffness / sim.mass)[sim.free].max()
+    gershgorin = (2 * sim._stiffness / mass)[sim.free].max()
     assert gershgorin >= lam
     # the step is 0.71 of 2/ω at the estimate, within [1, 2] of the Gershgorin one
     safe = np.sqrt(1.0 / (0.5 * gershgorin))
@@ -194,7 +196,7 @@ def test_no_step_is_cut_to_a_sliver_to_land_on_a_frame():
     """A frame end just past a whole number of steps is reached by equal steps, not by a last
     step of a few nanoseconds (a collider's push divided by it was kilometres per second)."""
     x = np.stack([np.linspace(0.0, 0.02, 21), np.zeros(21), np.zeros(21)], axis=1)
-    sim = YarnSimulation(x, [0, 21], P, pins=[0], time_step=1.0 / 9600.0)   # no contact
+    sim = solver(x, [0, 21], P, pins=[0], time_step=1.0 / 9600.0)   # no contact
     taken = []
     advance = sim._advance
 

@@ -15,7 +15,7 @@ LAYOUT_CLEARANCE = 0.2
 
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_layout_has_the_stitch_counts_and_the_gauge(pattern):
-    sw = knit_swatch(pattern, 8, 6, W, H, R, points_per_stitch=12)
+    sw = knit_swatch(pattern, 8, 6, W, H, R, points_per_stitch=12, edges=False)
     x = sw.positions
     assert sw.purl.shape == (6, 8)
     assert list(sw.yarn_offsets) == [0, len(x)]          # one continuous yarn
@@ -114,7 +114,7 @@ def test_bad_arguments_are_refused():
 
 
 def test_the_yarn_ends_are_glued_to_the_next_course_and_loops_are_numbered():
-    sw = knit_swatch("garter", 5, 4, W, H, R)
+    sw = knit_swatch("garter", 5, 4, W, H, R, edges=False)
     assert sw.ties.shape == (2, 2)
     (a, b), (c, d) = sw.ties
     assert a == 0 and sw.course_points[1] <= b < sw.course_points[2]
@@ -128,4 +128,59 @@ def test_the_yarn_ends_are_glued_to_the_next_course_and_loops_are_numbered():
         pts = sw.positions[sw.loops == loop]
         assert np.median(pts[:, 0]) == pytest.approx((i + 0.5) * W, abs=0.5 * W)
         assert np.median(pts[:, 1]) == pytest.approx(j * H, abs=0.6 * H)
-    assert knit_swatch("seed", 4, 1, W, H, R).ties.shape == (0, 2)
+    assert knit_swatch("seed", 4, 1, W, H, R, edges=False).ties.shape == (0, 2)
+
+
+def _crossings(x, other, lo, hi):
+    """Where the polyline x (N, 3) passes over (+1) or under (−1) the polyline ``other`` seen
+    from the face (+z), for crossings of their x–y projections with y in (lo, hi)."""
+    out = []
+    for a in range(len(x) - 1):
+        for b in range(len(other) - 1):
+            p, r = x[a, :2], x[a + 1, :2] - x[a, :2]
+            q, s = other[b, :2], other[b + 1, :2] - other[b, :2]
+            den = r[0] * s[1] - r[1] * s[0]
+            if abs(den) < 1e-18:
+                continue
+            t = ((q - p)[0] * s[1] - (q - p)[1] * s[0]) / den
+            u = ((q - p)[0] * r[1] - (q - p)[1] * r[0]) / den
+            if 0 <= t < 1 and 0 <= u < 1 and lo < p[1] + t * r[1] < hi:
+                za = x[a, 2] + t * (x[a + 1, 2] - x[a, 2])
+                zb = other[b, 2] + u * (other[b + 1, 2] - other[b, 2])
+                out.append(1 if za > zb else -1)
+    return out
+
+
+@pytest.mark.parametrize("pattern", ["stockinette", "rib2x2", "seed"])
+def test_cast_on_and_bind_off_are_yarns_of_their_own_interlooped_with_every_edge_stitch(pattern):
+    """The cast-on passes behind each first-course loop's legs and in front of its feet (as
+    the head of a loop below would, seen from the face for a knit stitch, mirrored for purl),
+    the bind-off in front of each last-course head's one side and behind its other (as a
+    needle through live stitches): each edge stitch is linked with its edge yarn, which is
+    glued at both ends to its course."""
+    S, C = 6, 4
+    sw = knit_swatch(pattern, S, C, W, H, R)
+    x = sw.positions
+    assert len(sw.yarn_offsets) == 4                      # the knit, cast-on, bind-off
+    assert list(sw.cast_on) == list(range(sw.yarn_offsets[1], sw.yarn_offsets[2]))
+    assert list(sw.bind_off) == list(range(sw.yarn_offsets[2], sw.yarn_offsets[3]))
+    assert set(sw.top_course) >= set(sw.bind_off)
+    for edge, course in ((sw.cast_on, 0), (sw.bind_off, C - 1)):
+        ends = {int(a) for a, _ in sw.ties if a in edge}
+        assert ends == {int(edge[0]), int(edge[-1])}      # both ends glued
+        glued = [int(b) for a, b in sw.ties if a in edge]
+        assert all(sw.course_points[course] <= b < sw.course_points[course + 1] for b in glued)
+        for i in range(1, S - 1):   # (the edge yarns end inside the outer stitches)
+            first = int(np.nonzero(sw.loops == course * S + i)[0][0])
+            loop = x[first:first + 13]                     # sinker to sinker
+            sign = -1 if sw.purl[course, i] else 1
+            if course == 0:   # above the neck: behind the legs; below it: in front of the feet
+                over = _crossings(x[edge], loop, -H / 1.4 * 0.6, 0.0)
+                under = _crossings(x[edge], loop, -2 * H, -H / 1.4 * 0.8)
+                assert over == [-sign, -sign] and under == [sign, sign], (i, over, under)
+            else:             # the head: in front of one side, behind the other
+                sides = _crossings(x[edge], loop, course * H, course * H + H / 1.4)
+                assert sorted(sides) == [-1, 1], (i, sides)
+    # a swatch with raw edges has neither
+    raw = knit_swatch(pattern, S, C, W, H, R, edges=False)
+    assert len(raw.cast_on) == len(raw.bind_off) == 0 and len(raw.yarn_offsets) == 2

@@ -4,11 +4,8 @@
 import numpy as np
 import pytest
 
-from solver.params import YarnParams
-from solver.yarn import YarnSimulation, knit_swatch, loop_regions, relax_swatch
+from yarns import P, relaxed_swatch, swatch_solver
 
-P = YarnParams()
-W, H = 5.6e-3, 4.2e-3
 S = C = 4
 
 
@@ -22,8 +19,8 @@ def _centroids(x, loops):
 def relaxed():
     out = {}
     for pattern in ("stockinette", "rib2x2"):
-        sw = knit_swatch(pattern, S, C, W, H, P.radius)
-        out[pattern] = (sw, relax_swatch(sw, P, duration=0.015))
+        sw, setup, _ = relaxed_swatch(pattern, S, duration=0.015)
+        out[pattern] = (sw, setup)
     return out
 
 
@@ -38,8 +35,7 @@ def test_relaxed_rib_is_narrower_than_stockinette(relaxed):
 
 def test_stockinette_sides_and_ends_roll_opposite_ways(relaxed):
     sw, rel = relaxed["stockinette"]
-    sim = YarnSimulation(rel.positions, sw.yarn_offsets, P, ties=sw.ties, rest=rel.rest,
-                         gravity=(0.0, 0.0, 0.0), regions=loop_regions(sw.loops, S, C))
+    sim = swatch_solver(sw, rel)
     length = sim.yarn_lengths()[0]
     sim.advance(0.01)
     c = _centroids(sim.x, sw.loops)

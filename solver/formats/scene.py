@@ -21,6 +21,19 @@ The format is a public contract (scripts and the benchmark depend on it)::
     quality = "final"                # or "preview"; explicit settings below win over its bundle
     [wind]                           # Wind fields
     velocity = [2.0, 0.0, 0.0]
+    # or, for a knit simulated yarn by yarn (solver/yarn/), a [knit] table instead of [cloth]:
+    [knit]
+    pattern = "rib2x2"               # stockinette, garter, rib2x2, seed or a repeat ("k3p1")
+    stitches = [12, 12]              # stitches per course, courses
+    yarn = "wool_worsted"            # yarn preset, or { preset = "cotton_dk", friction = 0.3 }
+    gauge = [5.6e-3, 4.2e-3]         # optional: stitch width, course height [m]
+    center = [0.0, 0.0, 0.5]         # optional: the swatch's middle [m] (courses +x, wales +z)
+    pin = "top"                      # "top" (the last course), "none" or point indices
+    pin_weights = [1.0, 0.5]         # optional, as for cloth (with pin indices)
+    pin_motion = "needle.npz"        # optional: "positions" (frames + 1, pins, 3) [m]
+    relax = 0.02                     # optional: seconds of Kaldor's relaxation first
+    edges = true                     # optional: a cast-on and a bind-off (false: raw edges)
+    [solver]                         # with a [knit]: model = "yarn", optional time_step [s]
     [[collider]]                     # any number of colliders, each exactly one shape:
     sphere = { center = [0.0, 0.0, 0.5], radius = 0.5 }       # [m]
     # plane = { point = [0.0, 0.0, 0.0], normal = [0.0, 0.0, 1.0] }  # solid behind the normal
@@ -50,11 +63,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..mesh import MeshError, PolyMesh, grid_mesh
-from ..params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, check_value,
-                      field_specs)
-from ..spec import ClothSetup, Collider, SimulationSpec, Wind
+from ..params import (FieldSpec, MaterialParams, ParameterError, SolverSettings, YarnParams,
+                      check_value, field_specs)
+from ..spec import ClothSetup, Collider, SimulationSpec, Wind, YarnSetup
+from ..yarn.stitches import GAUGE_IN_RADII, knit_swatch, purl_mask
 from .obj import read_obj
-from .presets import load_preset
+from .presets import YARN, load_preset
 
 MAX_GRID_VERTICES = 1_000_000  # keeps a typo in grid.resolution from exhausting memory
 
@@ -144,6 +158,7 @@ _TOP_LEVEL: dict[str, Check] = {
     "fps": _number(_FPS),
     "gravity": _numbers(3, _ACCELERATION),
     "cloth": _table,
+    "knit": _table,
     "solver": _table,
     "wind": _table,
     "collider": _of_type(list, noun="an array of tables ([[collider]])"),
@@ -178,6 +193,22 @@ WIND_CHECKS: dict[str, Check] = {
     "seed": _number(FieldSpec("", "gust field seed", 0, 2**32 - 1, integer=True)),
 }
 
+
+_KNIT: dict[str, Check] = {
+    "pattern": _text,
+    "stitches": _numbers(2, FieldSpec("", "stitches or courses", 1, 1000, integer=True)),
+    "yarn": _of_type(str, dict, noun="a yarn preset name or a table"),
+    "gauge": _numbers(2, FieldSpec("m", "stitch width or course height", 0.0, 1.0,
+                                   exclusive_min=True)),
+    "center": _numbers(3, FieldSpec("m", "coordinate", -1.0e4, 1.0e4)),
+    "pin": _of_type(str, list, noun='"top", "none" or point indices'),
+    "pin_weights": _CLOTH["pin_weights"],
+    "pin_motion": _text,
+    "relax": _number(FieldSpec("s", "relaxation time", 0.0, 10.0)),
+    "edges": _of_type(bool, noun="true (a cast-on and a bind-off) or false (raw edges)"),
+}
+# The settings the yarn model reads (the others are the cloth models')
+_YARN_SOLVER_KEYS = ("model", "time_step")
 
 _POSITION = FieldSpec("m", "coordinate", -1.0e6, 1.0e6)
 _SPHERE: dict[str, Check] = {
@@ -241,12 +272,16 @@ def parse_scene(data: dict, base_dir=".", *, preset_directory=None) -> Simulatio
         preset_directory: where material presets are looked up (default: bundled presets).
     """
     top = _fields("", data, _TOP_LEVEL)
-    if "cloth" not in top:
-        raise SceneError("cloth", "missing (the scene needs a [cloth] table)")
+    if "cloth" in top and "knit" in top:
+        raise SceneError("knit", "cannot be combined with [cloth]; a scene simulates one or "
+                                 "the other")
+    if "cloth" not in top and "knit" not in top:
+        raise SceneError("cloth", "missing (the scene needs a [cloth] table, or [knit])")
     frames = top.get("frames", _spec_default("frames"))
-    settings = _solver(top.get("solver", {}))
+    settings = _solver(top.get("solver", {}), knit="knit" in top)
     wind = _wind(top.get("wind", {}))
-    cloth = _cloth(top["cloth"], Path(base_dir), frames, preset_directory)
+    cloth = _cloth(top["cloth"], Path(base_dir), frames, preset_directory) if "cloth" in top \
+        else _knit(top["knit"], Path(base_dir), frames)
     colliders = tuple(_collider(f"collider[{i}]", table, Path(base_dir), frames)
                       for i, table in enumerate(top.get("collider", [])))
     optional = {k: top[k] for k in ("frames", "fps") if k in top}
@@ -256,8 +291,17 @@ def parse_scene(data: dict, base_dir=".", *, preset_directory=None) -> Simulatio
                           **optional)
 
 
-def _solver(table: dict) -> SolverSettings:
-    _known_keys("solver", table, [f.name for f in dataclasses.fields(SolverSettings)])
+def _solver(table: dict, knit: bool = False) -> SolverSettings:
+    if knit:
+        _known_keys("solver", table, _YARN_SOLVER_KEYS)
+        if table.get("model") != "yarn":
+            raise SceneError("solver.model", f'a [knit] scene needs model = "yarn", got '
+                                             f"{_show(table.get('model'))}")
+    else:
+        _known_keys("solver", table, [f.name for f in dataclasses.fields(SolverSettings)])
+        if table.get("model") == "yarn":
+            raise SceneError("solver.model", 'the yarn model simulates a [knit] table, not '
+                                             "[cloth]")
     with _as_scene_error():
         return SolverSettings.from_mapping(table, prefix="solver")
 
@@ -303,6 +347,76 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
             raise SceneError("cloth.grain", "must be a non-zero direction, got [0, 0, 0]")
     return ClothSetup(mesh=mesh, material=material, pin_indices=pins, pin_weights=weights,
                       pin_targets=targets, grain=grain, seams=seams)
+
+
+def _knit(table: dict, base_dir: Path, frames: int) -> YarnSetup:
+    """A [knit] table: the swatch laid out by the stitch generator (solver/yarn/stitches.py)
+    in the world's x–z plane (courses +x, wales up +z, its face towards −y) around
+    ``center``, to be relaxed for ``relax`` seconds before the first frame."""
+    values = _fields("knit", table, _KNIT)
+    for key in ("pattern", "stitches", "yarn"):
+        if key not in values:
+            raise SceneError(f"knit.{key}", "missing")
+    try:
+        purl_mask(values["pattern"], 1, 1)
+    except ValueError as err:
+        raise SceneError("knit.pattern", str(err)) from None
+    stitches, courses = values["stitches"]
+    yarn = _yarn(values["yarn"])
+    gauge = values.get("gauge", (GAUGE_IN_RADII[0] * yarn.radius,
+                                 GAUGE_IN_RADII[1] * yarn.radius))
+    sw = knit_swatch(values["pattern"], stitches, courses, gauge[0], gauge[1], yarn.radius,
+                     edges=values.get("edges", True))
+    g = sw.positions
+    world = np.stack([g[:, 0], -g[:, 2], g[:, 1]], axis=1)
+    world += np.asarray(values.get("center", (0.0, 0.0, 0.0))) \
+        - 0.5 * (world.min(axis=0) + world.max(axis=0))
+    pin = values.get("pin", "none")
+    if isinstance(pin, str):
+        if pin not in ("top", "none"):
+            raise SceneError("knit.pin", f'expected "top", "none" or point indices, got '
+                                         f"{_show(pin)}")
+        pins = sw.top_course if pin == "top" else np.zeros(0, np.int64)
+    else:
+        _numbers(None, FieldSpec("", "point index", 0, 2**31 - 1, integer=True))("knit.pin",
+                                                                                 pin)
+        pins = _pins("knit.pin", pin, len(world))
+    weights = None
+    if "pin_weights" in values:
+        weights = np.array(values["pin_weights"], dtype=np.float64)
+        if len(weights) != len(pins):
+            raise SceneError("knit.pin_weights", f"expected {len(pins)} weights (one per "
+                                                 f"pinned point), got {len(weights)}")
+    targets = None
+    if "pin_motion" in values:
+        targets = _npz_positions("knit.pin_motion", values["pin_motion"], base_dir,
+                                 (frames + 1, len(pins), 3), "pinned points")
+    return YarnSetup(positions=world, yarn_offsets=sw.yarn_offsets, yarn=yarn, ties=sw.ties,
+                     loops=sw.loops, stitches=stitches, courses=courses,
+                     straight=np.concatenate([sw.cast_on, sw.bind_off]),
+                     relax=values.get("relax", 0.02), pin_indices=pins, pin_weights=weights,
+                     pin_targets=targets)
+
+
+def _yarn(value: str | dict) -> YarnParams:
+    """A yarn preset name, or a table of YarnParams fields on a preset (``preset``) or on
+    ``radius`` and ``linear_density`` given."""
+    key = "knit.yarn"
+    if isinstance(value, str):
+        try:
+            return load_preset(value, kind=YARN)
+        except ParameterError as err:
+            raise SceneError(key, err.problem if err.key == "yarn" else str(err)) from None
+    fields = [f.name for f in dataclasses.fields(YarnParams)]
+    _known_keys(key, value, ["preset", *fields])
+    base = None
+    if "preset" in value:
+        base = _yarn(_text(f"{key}.preset", value["preset"]))
+    elif not {"radius", "linear_density"} <= set(value):
+        raise SceneError(key, "a yarn table needs a preset or radius and linear_density")
+    with _as_scene_error():
+        return YarnParams.from_mapping({k: v for k, v in value.items() if k != "preset"},
+                                       base=base, prefix=key)
 
 
 def _collider(key: str, table: Any, base_dir: Path, frames: int) -> Collider:

@@ -297,9 +297,9 @@ class YarnColliders:
     def _mesh_pairs(self, x_start, x) -> np.ndarray:
         """(point, face) pairs, sorted by point, whose swept boxes (faces grown by their gap,
         in the mesh tree as fitted to the step) overlap; only the points inside the tree's
-        root box are queried, each point's box against the faces' tree (building a tree over
-        the points every call cost more than the query: a cuff on a needle spent a quarter of
-        its bake there)."""
+        root box are queried, each point's box against the faces' tree, which is refitted
+        once per step: a tree over the points would be rebuilt at every call, as the points
+        move every step."""
         near, p_lo, p_hi = _points_in_box(x_start, x, self._mesh_tree.lo[0],
                                           self._mesh_tree.hi[0])
         if len(near) == 0:

@@ -141,6 +141,12 @@ def _samples(x, v, seg, n_quad, xs, vs):
                 vs[k, q, r] = (1 - s) * v[a, r] + s * v[b, r]
 
 
+# The normal force friction takes from a sample pair is the penalty's push, but at most the push
+# at this distance (in diameters): pressed closer, two yarns grip no harder. Without the cap,
+# friction held yarns in the spot where the contact pressed them hardest, where the grip that
+# holds them grows with the press, and a hanging rib's loops pinched shut within a second.
+GRIP_DEPTH = 0.6
+
 # Fixed pieces of the candidate list a contact pass works through in parallel, each summing
 # into its own force buffer: the sums, hence the results, are the same at every thread count.
 # More pieces balance the threads better but cost a buffer of (P, 4) each to clear and add.
@@ -165,7 +171,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     push along the segments' closest-point direction (0 where the pair does not touch), and
     ``closest`` (K, 2), the segment parameters (s, t) of the closest points; for the estimate
     of the contact's highest frequency (stability.contact_springs), ``moments`` (K, 6) [N/m]
-    or None (not computed, ~7 % cheaper): the sums over the pair's touching samples of k_q,
+    or None (not computed: most passes do without): the sums over the pair's touching samples of k_q,
     k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's stiffness
     k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is written, as 0,
     for a pair that does not touch).
@@ -237,6 +243,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
             e_pair = 0.0
             f_normal = 0.0
             push_scale = k_contact * scale * inv_diameter
+            grip = 2.0 / GRIP_DEPTH ** 3 - 2.0 * GRIP_DEPTH
             c_t = 2.0 * scale * k_dt
             c_n = 2.0 * scale * (k_dn - k_dt)
             for qa in range(n_quad):
@@ -270,7 +277,8 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                     nx, ny, nz = dx * inv, dy * inv, dz * inv
                     # −dE/d(dist): positive pushes the second sample away from the first
                     push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
-                    f_normal += push * (nx * mx + ny * my + nz * mz)
+                    # the grip friction may use: the push, but no more than at GRIP_DEPTH
+                    f_normal += min(push, push_scale * grip) * (nx * mx + ny * my + nz * mz)
                     uvx = vs[j, qb, 0] - vs[i, qa, 0]
                     uvy = vs[j, qb, 1] - vs[i, qa, 1]
                     uvz = vs[j, qb, 2] - vs[i, qa, 2]
@@ -407,8 +415,8 @@ def near_pairs(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter, limit):
     those of non-neighbouring segments (of different yarns, or ``NEIGHBOUR_GAP`` diameters or
     more apart along one, which never count as a contact) whose exact segment–segment
     distance at x is below ``limit`` [m]. In a knit the tree's boxes (grown by r + margin)
-    hand over about twice the pairs within 2r + 2·margin and 40 % of them are neighbours;
-    the contact passes until the next search visit only what is kept.
+    hand over many pairs farther apart and many neighbours (docs/yarn.md, "Speed"); the
+    contact passes until the next search visit only what is kept.
 
     Returns:
         (kept pairs (N, 2) in their order in ``pairs``, their distances (N,) [m] at x).

@@ -9,18 +9,18 @@ angular momentum (those of its rigid fit) are kept. Rigid motion (free fall, a s
 damped at all, only the motion of loops relative to their neighbours: it stands in for the
 friction of the yarn's fuzz, which a frictionless penalty contact lacks.
 
-Each step β = min(1, max(α, h·μ_const·√k/‖v_nr‖)) · s_k over overlapping 2 × 2-loop
-regions one loop apart: the proportional part α is eq. 4.11's (Table 4.1, α_small = 0.6 per
-1/11800 s in simulation, 0.3 in the relaxation), 1 − exp(−h·μ_prop) at other steps h so that
-the same share goes per second; the constant part is Kaldor's revision
-(§4.5.2, Table 4.3): at low speed a constant amount is removed, up to all of it, so the knit
-comes to rest in finite time instead of creeping towards its energy minimum. s_k, the mean of
-1/r_p over the region's points (r_p: how many regions hold point p), shares the damping out
-among overlapping regions; eq. 4.11 divides by each point's own r_p instead, which does not
-keep momentum where r_p differs within a region (a swatch's edges): a free 8 × 8 rib drifted
-40 mm in 0.1 s (Kaldor's footnote to §4.5.2 names the problem). Kaldor's revision also moves
-to blocks of 4 × 4 loops with μ_prop = 1500–4500 /s (``loop_regions(size=4, stride=None)``); at 10 × 10
-those left the loops visibly looser after 0.1 s than 2 × 2 regions at α_small (docs/yarn.md).
+Each pass β = min(1, max(α, h·μ_const·√k/‖v_nr‖)) · s_k: the proportional part α is eq. 4.11's,
+1 − exp(−h·μ) at a step h so that the same share goes per second at any step (Kaldor gives α
+per step of 1/11800 s); the constant part is Kaldor's revision (§4.5.2, Table 4.3): at low
+speed a constant amount is removed, up to all of it, so the knit comes to rest in finite time
+instead of creeping towards its energy minimum. s_k, the mean of 1/r_p over the region's points
+(r_p: how many regions hold point p), shares the damping out among overlapping regions;
+eq. 4.11 divides by each point's own r_p instead, which does not keep momentum where r_p
+differs within a region (a swatch's edges: a free swatch then drifts with no force on it;
+Kaldor's footnote to §4.5.2 names the problem). The simulation filters in Kaldor's two passes
+(§4.2.3: small regions of 2 × 2 loops one loop apart, then 4 × 4 loops two apart); his revised
+single pass over 4 × 4-loop blocks is ``loop_regions(size=4, stride=None)`` (docs/yarn.md says
+why it is not the default).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def loop_regions(loop_of_point: np.ndarray, stitches: int, courses: int,
 @njit
 def _solve3(A, b):
     """x (3,) with A·x = b for a 3 × 3 matrix A, by its adjugate (Cramer's rule): a region's
-    angular velocity from I·ω = L, ~20× cheaper than a LAPACK call per region."""
+    angular velocity from I·ω = L, without a LAPACK call per region (whose overhead is far
+    larger than a 3 × 3 solve)."""
     c00 = A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1]
     c01 = A[1, 2] * A[2, 0] - A[1, 0] * A[2, 2]
     c02 = A[1, 0] * A[2, 1] - A[1, 1] * A[2, 0]
@@ -142,8 +143,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         # one strength for the whole region: the region's momentum and angular momentum are
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
-        # counts differ within a region and a free 8 × 8 rib gained 4.4e-4 kg·m/s, its
-        # centroid drifting 40 mm in 0.1 s with no force on it (docs/yarn.md)
+        # counts differ within a region, and a free swatch drifts with no force on it
         share = 0.0
         for q in range(ptr[k], ptr[k + 1]):
             share += 1.0 / count[points[q]]

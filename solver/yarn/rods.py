@@ -63,13 +63,15 @@ def lumped_masses(segments: Segments, n_points: int, linear_density: float) -> n
 
 
 def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> sp.csr_matrix:
-    """K (P, P) [N/m] of the bending energy E = ½·xᵀK·x per coordinate axis.
+    """K (P, P) [N/m] of the bending energy's quadratic part ½·xᵀK·x per coordinate axis.
 
     At each interior point i between segments a = (i−1, i) and b = (i, i+1) the discrete
     curvature vector is g = e_b/ℓ_b − e_a/ℓ_a (rest lengths ℓ: while the length constraints hold,
-    |g| = 2 sin(θ/2) for the turning angle θ, so |g| ≈ κ·l̄ with l̄ = (ℓ_a + ℓ_b)/2), and
-    E = ½·B·Σ |g|²/l̄ ≈ ½·B·∫κ² ds, quadratic in the points like Kaldor's eq. 4.4 (straight rest
-    shape). Being quadratic, K is constant and its implicit step is one prefactored solve.
+    |g| = 2 sin(θ/2) for the turning angle θ, so |g| ≈ κ·l̄ with l̄ = (ℓ_a + ℓ_b)/2), and the
+    bending energy is E = ½·B·Σ |g − ḡ|²/l̄ ≈ ½·B·∫|κ − κ̄|² ds with ḡ the rest curvature
+    (``rest_bending_force``). Its part ½·B·Σ|g|²/l̄ is quadratic in the points, like Kaldor's
+    eq. 4.4 with a straight rest shape: K is constant and its implicit step one prefactored
+    solve; the rest curvature's part is a force.
     """
     seg = segments.seg
     rows, cols, vals = [], [], []
@@ -85,6 +87,137 @@ def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> 
                 cols.append(idx[q])
                 vals.append(w * c[p] * c[q])
     return sp.csr_matrix((vals, (rows, cols)), shape=(n_points, n_points))
+
+
+def point_segments(seg: np.ndarray, n_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """(seg_in, seg_out) (P,): the segment ending and the one starting at each point, −1 if
+    none (yarn ends)."""
+    seg_in = np.full(n_points, -1, np.int64)
+    seg_out = np.full(n_points, -1, np.int64)
+    seg_out[seg[:, 0]] = np.arange(len(seg))
+    seg_in[seg[:, 1]] = np.arange(len(seg))
+    return seg_in, seg_out
+
+
+@njit(inline="always")
+def _curvature_frame(x, p, seg, seg_in, seg_out, rest, out):
+    """The discrete curvature g = e_b/ℓ_b − e_a/ℓ_a at point p and its frame, written to
+    out (4, 3) as rows g, t, n, t × n; returns False where p is a yarn end or g vanishes.
+
+    t is the mean of the two unit edges. n is fixed by the yarn two segments to either side
+    (the curvature over the longer stencil a₂, p, c₂, less its part along t), so that it turns
+    with the yarn around p but not with g itself: a rest curvature expressed in (t, n, t × n)
+    then resists the bend turning about the yarn as well as its size changing. Where that
+    stencil does not exist (next to a yarn end) or is straight, n = g/|g|."""
+    ka = seg_in[p]
+    kb = seg_out[p]
+    if ka < 0 or kb < 0:
+        return False
+    a = seg[ka, 0]
+    c = seg[kb, 1]
+    la = rest[ka]
+    lb = rest[kb]
+    gl = 0.0
+    tl = 0.0
+    for r in range(3):
+        ea = (x[p, r] - x[a, r]) / la
+        eb = (x[c, r] - x[p, r]) / lb
+        out[0, r] = eb - ea
+        out[1, r] = ea + eb
+        gl += out[0, r] ** 2
+        tl += out[1, r] ** 2
+    if gl <= 1e-24 or tl <= 1e-24:
+        return False
+    tl = np.sqrt(tl)
+    for r in range(3):
+        out[1, r] /= tl
+    kaa = seg_in[a]
+    kcc = seg_out[c]
+    dt = 0.0
+    if kaa >= 0 and kcc >= 0:
+        a2 = seg[kaa, 0]
+        c2 = seg[kcc, 1]
+        for r in range(3):
+            out[2, r] = ((x[c2, r] - x[p, r]) / (lb + rest[kcc])
+                         - (x[p, r] - x[a2, r]) / (la + rest[kaa]))
+            dt += out[2, r] * out[1, r]
+    else:
+        for r in range(3):
+            out[2, r] = out[0, r]
+            dt += out[2, r] * out[1, r]
+    nl = 0.0
+    for r in range(3):
+        out[2, r] -= dt * out[1, r]
+        nl += out[2, r] ** 2
+    if nl <= 1e-6 * gl:     # the longer stencil is straight: n along g itself
+        nl = 0.0
+        dt = 0.0
+        for r in range(3):
+            dt += out[0, r] * out[1, r]
+        for r in range(3):
+            out[2, r] = out[0, r] - dt * out[1, r]
+            nl += out[2, r] ** 2
+        if nl <= 1e-24:
+            return False
+    nl = np.sqrt(nl)
+    for r in range(3):
+        out[2, r] /= nl
+    out[3, 0] = out[1, 1] * out[2, 2] - out[1, 2] * out[2, 1]
+    out[3, 1] = out[1, 2] * out[2, 0] - out[1, 0] * out[2, 2]
+    out[3, 2] = out[1, 0] * out[2, 1] - out[1, 1] * out[2, 0]
+    return True
+
+
+@njit(parallel=True)
+def rest_curvature(x, seg, seg_in, seg_out, rest):
+    """Every point's curvature g in its own frame (t, n, t × n) (``_curvature_frame``),
+    (P, 3); zero at yarn ends and straight points. Taken at the rest shape, it is the rest
+    curvature ḡ of ``rest_bending_force``."""
+    P = x.shape[0]
+    out = np.zeros((P, 3))
+    for p in prange(P):
+        fr = np.empty((4, 3))
+        if _curvature_frame(x, p, seg, seg_in, seg_out, rest, fr):
+            for q in range(3):
+                out[p, q] = fr[0, 0] * fr[q + 1, 0] + fr[0, 1] * fr[q + 1, 1] \
+                    + fr[0, 2] * fr[q + 1, 2]
+    return out
+
+
+@njit(parallel=True)
+def rest_bending_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, force):
+    """Add the rest curvature's bending force to ``force`` (P, 3) [N].
+
+    E = ½·B·Σ|g − ḡ|²/l̄ = ½·xᵀK·x (bending_matrix, stepped implicitly) − B·Σ g·ḡ/l̄ + const;
+    this is the force of the middle term, B/l̄·∂g/∂x·ḡ, with ḡ = curvature[p] (P, 3) placed in
+    the point's current frame (rest_curvature) so that it turns with the yarn. The frame is
+    taken as fixed over the step, as a corotational element's rotation is. Computed per point
+    (each gathers the terms of itself and its two neighbours), in parallel."""
+    P = x.shape[0]
+    q = np.zeros((P, 3))      # B/l̄·ḡ placed in the frame at every point
+    for p in prange(P):
+        fr = np.empty((4, 3))
+        if curvature[p, 0] == 0.0 and curvature[p, 1] == 0.0 and curvature[p, 2] == 0.0:
+            continue
+        if not _curvature_frame(x, p, seg, seg_in, seg_out, rest, fr):
+            continue
+        w = bend_stiffness / (0.5 * (rest[seg_in[p]] + rest[seg_out[p]]))
+        for r in range(3):
+            q[p, r] = w * (curvature[p, 0] * fr[1, r] + curvature[p, 1] * fr[2, r]
+                           + curvature[p, 2] * fr[3, r])
+    for p in prange(P):
+        ka = seg_in[p]
+        kb = seg_out[p]
+        if ka >= 0 and kb >= 0:          # p the middle point: −(1/ℓ_a + 1/ℓ_b)
+            s = 1.0 / rest[ka] + 1.0 / rest[kb]
+            for r in range(3):
+                force[p, r] -= s * q[p, r]
+        if ka >= 0:                      # p the far end of its previous point's stencil
+            for r in range(3):
+                force[p, r] += q[seg[ka, 0], r] / rest[ka]
+        if kb >= 0:                      # p the near end of its next point's stencil
+            for r in range(3):
+                force[p, r] += q[seg[kb, 1], r] / rest[kb]
 
 
 @njit
@@ -126,9 +259,8 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
     cannot unravel from it) are ties (T, 2) of two points kept at distance tie_len (T,) [m],
     hard constraints of the same form in the same Newton system: they couple non-adjacent
     points, so they border the tridiagonal matrix, and its Schur complement (T × T, from T + 1
-    tridiagonal solves) takes them in. Projected apart after each solve instead, they made
-    the iteration converge only linearly: 10–11 iterations to 1e-6 in a 42 × 32 swatch
-    against 3 without its two ties (docs/yarn.md, "Speed").
+    tridiagonal solves) takes them in. Projected apart after each solve instead, they would
+    make the iteration converge only linearly, however few they are.
 
     Args:
         inv_mass: (P,) [1/kg], 0 for pinned points.

@@ -2,11 +2,10 @@
 (docs/yarn.md, "Speed").
 
 Symplectic Euler is stable for h < 2/ω_max, ω_max² the largest eigenvalue of M⁻¹·K_contact.
-The Gershgorin bound of dynamics.YarnSimulation, ω² ≤ max_i 2·k_i/m_i (k_i a point's share of
-the sampled penalty stiffness), is cheap and safe but at least 2.5 times too high in a knit (2.46 and
-2.52 on a 42 × 32 stockinette, relaxed and pulled tight by its weight: scipy's eigsh on the
-matrix below), because it adds up a point's contacts as if they all pushed one way; stepping
-at 0.71 of it is stepping at 0.45 of what the contact allows.
+The Gershgorin bound of dynamics.YarnSolver, ω² ≤ max_i 2·k_i/m_i (k_i a point's share of
+the sampled penalty stiffness), is cheap and safe but several times too high in a knit
+(docs/yarn.md, "Speed", compares it with scipy's eigsh on the matrix below), because it adds up
+a point's contacts as if they all pushed one way.
 
 The estimate here is the power iteration on M^(-1/2)·K_contact·M^(-1/2), two products per
 estimate, continued from estimate to estimate (the matrix changes little between them, so the
@@ -16,8 +15,8 @@ k_q = k·ℓi·ℓj·w·f″(d)/(2r)² the sample's stiffness and w_q = (−(1�
 on the four points (contact_pass's ``moments``). It keeps a pair's resistance to turning as well
 as to approaching, and carries no force on a rigid translation. Each sample's whole stiffness
 is taken along n̂, not its share (n̂_q·n̂)² less its tension term, so it overstates the penalty's
-derivative where samples lean away from n̂ (by a third for two yarns crossing at right angles
-0.6 diameters apart, tested against finite differences): on the safe side for a stable step.
+derivative where samples lean away from n̂ (tests/test_yarn_speed.py bounds it against finite
+differences): on the safe side for a stable step.
 
 (The same matrix was tried as the stiffness of a linearly implicit contact step, solved by
 conjugate gradients: docs/yarn.md, "Speed", says why it was dropped.)

@@ -22,12 +22,21 @@ legs of a knit loop above and in front of those of a purl loop above), so garter
 interloop as stockinette does. Between a knit and a purl stitch of the same course, σ_self is
 blended over the sinker so the yarn passes through the fabric's mid-plane there.
 
+The edges are finished as a knitter finishes them, so that neither can run: a cast-on yarn
+along the bottom, whose half-loops are the heads the first course's loops are pulled through
+(as the loops of a cast-on are), and a bind-off yarn along the top, drawn through the last
+course's heads as the next course's necks would be (as a bind-off's chain is); each runs along
+the course through every stitch of its edge, and its two ends are glued to the edge course
+(Kaldor's glue, §4.2.4) so that it cannot slide out. Both are yarns of their own
+(``yarn_offsets``), after the knit's.
+
 The geometry is only "good enough" with the right interlooping, as Kaldor's stitch models are;
 ``relax`` (solver/yarn/relax.py) settles it into a rest state.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass
 
@@ -38,6 +47,9 @@ PATTERNS = ("stockinette", "garter", "rib2x2", "seed")
 PATTERN_REPEATS = {"stockinette": "k", "garter": "k/p", "rib2x2": "k2p2", "seed": "k1p1/p1k1"}
 # Most stitches in one course of a repeat
 _MAX_REPEAT = 999
+# The usual gauge of a yarn, stitch width and course height in yarn radii: worsted (18 stitches
+# and 24 courses per 10 cm) in Kaldor's 1.25 mm yarn.
+GAUGE_IN_RADII = (5.6e-3 / 1.25e-3, 4.2e-3 / 1.25e-3)
 
 # Loop shape (fractions, chosen so the generated layout keeps non-neighbouring yarn segments
 # apart; tests/test_yarn_stitches.py checks the clearance).
@@ -123,12 +135,15 @@ class Swatch:
         stitch_width: w [m], loop spacing along the course.
         course_height: H [m], course spacing along the wale.
         course_points: (courses + 1,) int, where each course's points start in positions (the
-            edge half-loops belong to the course before them).
+            edge half-loops belong to the course before them); the cast-on and bind-off yarns
+            follow the last course's points.
         loops: (P,) int, the loop j·stitches + i each point belongs to (an edge half-loop to
             the edge loop it leaves), for the regions of the non-rigid damping.
         ties: (T, 2) int, Kaldor's glue (§4.2.4): each yarn end is tied to the nearest point of
-            the neighbouring course, so the knit cannot unravel from its ends ((0, 2) for a
-            single course).
+            the neighbouring course (the knit's) or of its edge course (the cast-on's and
+            bind-off's), so the knit cannot unravel from its ends.
+        cast_on, bind_off: the points (N,) of the cast-on and bind-off yarns (empty if the
+            swatch has none).
     """
 
     positions: np.ndarray
@@ -140,6 +155,8 @@ class Swatch:
     course_points: np.ndarray
     loops: np.ndarray
     ties: np.ndarray
+    cast_on: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    bind_off: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def segments(self) -> np.ndarray:
@@ -148,12 +165,12 @@ class Swatch:
 
     @property
     def top_course(self) -> np.ndarray:
-        """Indices of the last course's points: the swatch's top as if still on the needle,
-        what "pin the top" holds. Holding only the heads of its loops, a small stockinette
-        swatch swung up around them by most of its height within a frame (its bottom edge
-        curling), even without gravity, and a 42 × 32 one's top loops sprang open at
-        2.5 m/s (docs/yarn.md, "Speed")."""
-        return np.arange(self.course_points[-2], self.course_points[-1])
+        """Indices of the last course's points and of the bind-off's: the swatch's top edge,
+        what "pin the top" holds (a needle through it). Holding only the heads of its loops,
+        a small stockinette swatch swung up around them by most of its height within a frame
+        (its bottom edge curling), even without gravity (docs/yarn.md)."""
+        return np.concatenate([np.arange(self.course_points[-2], self.course_points[-1]),
+                               self.bind_off]).astype(np.int64)
 
 
 def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
@@ -163,8 +180,65 @@ def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
     return np.concatenate(pairs).astype(np.int64) if pairs else np.zeros((0, 2), np.int64)
 
 
+# The bind-off through the last course's heads as a needle through live stitches: at this
+# height in the head (of h above the course), in front of each head's left side and behind its
+# right side (by the depth at u = ∓_BIND_OFF_SIDE stitch widths from the stitch's middle),
+# across to the front again between the heads
+_BIND_OFF_HEIGHT = 0.55
+_BIND_OFF_SIDE = 5.0 / 12.0
+_BIND_OFF_FRONT = 2.0     # in front of the head's side, in loop depths
+# The cast-on's half-loops, as the heads of a course below the first would lie, by the distance
+# from a stitch's middle u (in stitch widths): the height from the head's top (−H + h) down to
+# _CAST_ON_DIP yarn radii below the first course's sinkers (the fraction of that span), and the
+# depth (behind the first course's legs at the top, in front of its feet lower down)
+_CAST_ON_U = np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) / 12.0
+_CAST_ON_DROP = np.array([0.0, 0.026, 0.093, 0.204, 0.41, 0.78, 1.0])
+_CAST_ON_DEPTH = np.array([1.0, 0.96, 0.8, 0.35, -0.35, -0.9, -1.0])
+_CAST_ON_DIP = 0.7
+
+
+def _needle(x: np.ndarray, w: float, sigma: np.ndarray) -> np.ndarray:
+    """The bind-off's depth along the course (in loop depths, for signs ``sigma`` (S,) of the
+    last course's stitches): at every head's left side _BIND_OFF_FRONT in front of it (σ·),
+    at its right side behind it (−σ), straight in between; across the gap to the next head
+    through the fabric's mid-plane halfway (so a knit head may be followed by a purl one)."""
+    S = len(sigma)
+    stitch = np.clip(np.floor(x / w).astype(np.int64), 0, S - 1)
+    u = x / w - stitch - 0.5                          # −½ … ½ across a stitch
+    left, right = -_BIND_OFF_SIDE, _BIND_OFF_SIDE
+    inside = (u - left) / (right - left)              # 0 … 1 from left side to right side
+    outer = np.clip((np.abs(u) - right) / (0.5 - right), 0.0, 1.0)   # side 0 … boundary 1
+    outer = 1.0 - outer * outer * (3.0 - 2.0 * outer)
+    z = np.where(np.abs(u) <= right, _BIND_OFF_FRONT + (-1.0 - _BIND_OFF_FRONT) * inside,
+                 np.where(u > 0, -1.0, _BIND_OFF_FRONT) * outer)
+    return sigma[stitch] * z
+
+
+def _edge_yarn(sigma: np.ndarray, w: float, y: np.ndarray, z: np.ndarray, x: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """An edge yarn along a course of stitches with signs ``sigma`` (S,) (+1 knit, −1 purl):
+    the points (x, y, σ·z), σ blended over the stitch boundaries as the loops' sinkers are, so
+    that the yarn passes through the fabric's mid-plane between a knit and a purl stitch; and
+    each point's stitch."""
+    s, stitch = _blended_sign(sigma, w, x)
+    return np.stack([x, y, s * z], axis=1), stitch
+
+
+def _blended_sign(sigma: np.ndarray, w: float, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """σ along a course at x, blended over the stitch boundaries as the loops' sinkers are
+    (0 where a knit and a purl stitch meet), and each x's stitch."""
+    S = len(sigma)
+    stitch = np.clip(np.floor(x / w).astype(np.int64), 0, S - 1)
+    # σ of the nearer neighbour across the boundary, blended in over the stitch's outer half
+    frac = x / w - stitch - 0.5                      # −½ … ½ across the stitch
+    other = np.clip(stitch + np.where(frac >= 0, 1, -1), 0, S - 1)
+    blend = 0.5 * np.clip(2.0 * np.abs(frac), 0.0, 1.0) ** 4
+    return sigma[stitch] + (sigma[other] - sigma[stitch]) * blend, stitch
+
+
 def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
-                course_height: float, radius: float, points_per_stitch: int = 12) -> Swatch:
+                course_height: float, radius: float, points_per_stitch: int = 12,
+                edges: bool = True) -> Swatch:
     """Lay out a flat swatch of ``stitches`` × ``courses`` loops in ``pattern``.
 
     Args:
@@ -176,6 +250,9 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
         radius: yarn radius r [m]; the loop's depth (z amplitude) is 1.3·r, so crossing yarns
             start about a diameter apart.
         points_per_stitch: polyline points per loop (≥ 8).
+        edges: finish the bottom with a cast-on yarn and the top with a bind-off yarn
+            (module docstring); False leaves both edges raw (loops free at the bottom, the
+            top held only by pins).
 
     Returns:
         the Swatch; the swatch spans x ∈ [0, stitches·w] (plus the edge half-loops), its
@@ -245,14 +322,49 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
         rows[j][-_TURN_POINTS:, 2] = z0 + (z1 - z0) * frac
     positions = np.vstack(rows)
     ties = []
+
+    def glue(end, a, b):
+        """Tie point ``end`` to the nearest point of positions[a:b]."""
+        near = a + int(np.argmin(np.linalg.norm(positions[a:b] - positions[end], axis=1)))
+        ties.append((end, near))
+
     if courses > 1:
         # the tail (first point, course 0) and the end (last point, last course) to the
         # nearest point of the course next to them
-        for end, (a, b) in ((0, (course_points[1], course_points[2])),
-                            (len(positions) - 1, (course_points[-3], course_points[-2]))):
-            near = a + int(np.argmin(np.linalg.norm(positions[a:b] - positions[end], axis=1)))
-            ties.append((end, near))
-    return Swatch(positions=positions, yarn_offsets=np.array([0, len(positions)], np.int64),
+        glue(0, course_points[1], course_points[2])
+        glue(len(positions) - 1, course_points[-3], course_points[-2])
+    loops = np.concatenate(loop_rows).astype(np.int64)
+    offsets = [0, len(positions)]
+    cast_on = bind_off = np.zeros(0, np.int64)
+    if edges:
+        m = stitches * n + 1
+        xs = w * np.arange(m) / n
+        u = np.abs(np.mod(xs / w, 1.0) - 0.5)
+        # the cast-on's half-loops: the heads of a course below the first, their tops behind
+        # its loops' legs above their necks, their sides in front of its feet below them,
+        # dipping below its sinkers between the stitches
+        top, bottom = -H + h, -h - _CAST_ON_DIP * radius
+        low, stitch = _edge_yarn(
+            sigma[0], w, top + (bottom - top) * np.interp(u, _CAST_ON_U, _CAST_ON_DROP),
+            -depth * np.interp(u, _CAST_ON_U, _CAST_ON_DEPTH), xs)
+        # the bind-off: through the last course's heads as a needle through live stitches
+        high = np.stack([xs, np.full(m, (courses - 1) * H + _BIND_OFF_HEIGHT * h),
+                         depth * _needle(xs, w, sigma[-1])], axis=1)
+        stitch_top = np.clip(np.floor(xs / w).astype(np.int64), 0, stitches - 1)
+        # both end a sixth of a stitch inside the swatch's sides, clear of the courses' ends
+        keep = slice(n // 6, m - n // 6)
+        low, stitch, high, stitch_top = low[keep], stitch[keep], high[keep], stitch_top[keep]
+        m = len(low)
+        cast_on = np.arange(len(positions), len(positions) + m)
+        bind_off = np.arange(len(positions) + m, len(positions) + 2 * m)
+        positions = np.vstack([positions, low, high])
+        loops = np.concatenate([loops, stitch, (courses - 1) * stitches + stitch_top])
+        offsets += [bind_off[0], len(positions)]
+        for yarn, (a, b) in ((cast_on, course_points[:2]), (bind_off, course_points[-2:])):
+            glue(yarn[0], a, b)
+            glue(yarn[-1], a, b)
+    return Swatch(positions=positions, yarn_offsets=np.array(offsets, np.int64),
                   radius=float(radius), purl=purl, stitch_width=w, course_height=H,
-                  course_points=np.array(course_points, np.int64),
-                  loops=np.concatenate(loop_rows).astype(np.int64), ties=np.array(ties, np.int64).reshape(-1, 2))
+                  course_points=np.array(course_points, np.int64), loops=loops,
+                  ties=np.array(ties, np.int64).reshape(-1, 2), cast_on=cast_on,
+                  bind_off=bind_off)
