@@ -460,10 +460,10 @@ class BakeJob:
             scene.frame_set(self.frame_start)
             depsgraph = context.evaluated_depsgraph_get()
             for obj in yarns:
-                pins, _weights = self._pins(obj)  # any weight holds a yarn point (no soft pins)
+                pins, weights = self._pins(obj)   # weight 1 holds a point, below pulls it
                 yarn, run = yarn_bake.read_yarn(
                     obj, depsgraph, self.metres, self.frames, pins, units.gravity(scene),
-                    frame_rate(scene), colliders)
+                    frame_rate(scene), colliders, weights)
                 groups.append(Group([yarn], run))  # run: builds the YarnRun
         finally:
             scene.frame_set(frame_before)

@@ -27,6 +27,10 @@ from . import units
 from .properties import KNIT_PATTERN_ITEMS, REPEAT_DESCRIPTION, yarn_friction_property
 
 PIN_GROUP = "Top Course"
+# The rest curvature the relaxation leaves each yarn point (solver/yarn/rods.py), kept on the
+# mesh as a point attribute: the bake simulates about it, the mesh's own shape being the
+# settled one
+REST_CURVATURE = "yarn_rest_curvature"
 SWEEP_GROUP = "Yarn Sweep"
 MODIFIER = "Yarn"
 # Catmull-Rom through the yarn points, 3 samples per segment, an 8-sided tube: smooth at a
@@ -53,17 +57,23 @@ def swatch_params(yarn: str, friction: float):
 
 def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
                     stitch_width: float, course_height: float, relax: bool = True,
-                    friction: float = 0.0):
-    """For ``pattern`` as the stitch generator takes it (``solver_pattern``), the swatch's yarn points in its object's frame [m], centred on the origin (courses +x,
-    wales +z, face −y), its segments (S, 2) and the Swatch (topology: loops, ties); relaxed
-    with the yarn friction the bake will use (a swatch relaxed without it creeps open when
-    simulated with it, docs/yarn.md)."""
+                    friction: float = 0.0, edges: bool = True):
+    """For ``pattern`` as the stitch generator takes it (``solver_pattern``), the swatch's
+    yarn points in its object's frame [m], centred on the origin (courses +x, wales +z, face
+    −y), its segments (S, 2), the Swatch (topology: loops, ties), the yarn and the rest
+    curvature (P, 3) the relaxation leaves (None without it); relaxed with the yarn friction
+    the bake will use."""
     params = swatch_params(yarn, friction)
-    sw = knit_swatch(pattern, stitches, courses, stitch_width, course_height, params.radius)
-    x = relax_swatch(sw, params).positions if relax else sw.positions
+    sw = knit_swatch(pattern, stitches, courses, stitch_width, course_height, params.radius,
+                     edges=edges)
+    curvature = None
+    x = sw.positions
+    if relax:
+        relaxed = relax_swatch(sw, params)
+        x, curvature = relaxed.positions, relaxed.rest_curvature
     local = np.stack([x[:, 0], -x[:, 2], x[:, 1]], axis=1)
     local -= 0.5 * (local.min(axis=0) + local.max(axis=0))
-    return local, sw.segments, sw, params
+    return local, sw.segments, sw, params, curvature
 
 
 def sweep_node_group(radius: float, material) -> bpy.types.NodeTree:
@@ -119,18 +129,22 @@ def yarn_material(name: str = "Yarn") -> bpy.types.Material:
 def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
                stitch_width: float, course_height: float, relax: bool = True,
                pin_top: bool = True, name: str = "Knit Swatch", friction: float = 0.0,
-               repeat: str = ""):
+               repeat: str = "", edges: bool = True):
     """Create the swatch object at the 3D cursor (see module docstring); returns it.
     ``pattern`` is a Pattern item, ``repeat`` the Repeat text of the item REPEAT."""
-    local, segments, sw, params = swatch_geometry(solver_pattern(pattern, repeat), stitches,
-                                                   courses, yarn, stitch_width, course_height,
-                                                   relax, friction)
+    local, segments, sw, params, curvature = swatch_geometry(
+        solver_pattern(pattern, repeat), stitches, courses, yarn, stitch_width, course_height,
+        relax, friction, edges)
     metres = units.metres_per_unit(context.scene)
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(local))
     mesh.vertices.foreach_set("co", (local / metres).astype(np.float32).ravel())
     mesh.edges.add(len(segments))
     mesh.edges.foreach_set("vertices", segments.astype(np.int32).ravel())
+    if curvature is not None:
+        # in each point's own frame (turning with the yarn), so no unit scale applies
+        attr = mesh.attributes.new(REST_CURVATURE, "FLOAT_VECTOR", "POINT")
+        attr.data.foreach_set("vector", curvature.astype(np.float32).ravel())
     mesh.update()
     material = yarn_material()
     mesh.materials.append(material)
@@ -145,6 +159,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     s.knit_yarn = yarn
     s.knit_stitch_width, s.knit_course_height = stitch_width, course_height
     s.knit_friction = friction
+    s.knit_edges = edges
     if pin_top:
         group = obj.vertex_groups.new(name=PIN_GROUP)
         group.add([int(i) for i in sw.top_course], 1.0, "REPLACE")
@@ -186,6 +201,9 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
                         description="Let the generated loops settle into a rest state first "
                                     "(Kaldor §7.1; a few seconds for 12 × 12 stitches)")
     friction: yarn_friction_property()
+    edges: BoolProperty(name="Cast On and Bind Off", default=True,
+                        description="Finish the bottom edge with a cast-on and the top with a "
+                                    "bind-off, so neither can open (off: raw edges)")
     pin_top: BoolProperty(name="Pin Top Course", default=True,
                           description="Put the top course in the vertex group 'Top Course', "
                                       "the swatch's Pin Group")
@@ -211,6 +229,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         col.prop(self, "courses_per_10cm")
         layout.prop(self, "relax")
         layout.prop(self, "friction")
+        layout.prop(self, "edges")
         layout.prop(self, "pin_top")
 
     def execute(self, context):
@@ -220,7 +239,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         try:
             add_swatch(context, self.pattern, self.stitches, self.courses, self.yarn, w, h,
                        relax=self.relax, pin_top=self.pin_top, friction=self.friction,
-                       repeat=self.repeat)
+                       repeat=self.repeat, edges=self.edges)
         except (YarnStepError, ValueError) as err:
             self.report({"ERROR"}, f"Knit Swatch: {err}")
             return {"CANCELLED"}

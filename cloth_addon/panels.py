@@ -184,10 +184,12 @@ def _draw_yarn(layout, ob):
     yarn = dict((ident, name) for ident, name, _ in YARN_ITEMS).get(s.knit_yarn, s.knit_yarn)
     col.label(text=f"{yarn}, stitch {1e3 * s.knit_stitch_width:.2f} × "
                    f"{1e3 * s.knit_course_height:.2f} mm", icon="BLANK1")
+    if s.knit_edges:
+        col.label(text="Cast on and bound off", icon="BLANK1")
     layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
     layout.prop(s, "knit_friction")
     col = layout.column(align=True)
-    col.label(text="Pins hold their points still", icon="INFO")
+    col.label(text="Pin weight 1 holds a point, less pulls it", icon="INFO")
     col.label(text="Collides with every collider, as cloth does", icon="INFO")
 
 

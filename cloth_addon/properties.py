@@ -20,7 +20,7 @@ import bpy
 from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
                        IntProperty, PointerProperty, StringProperty)
 
-from ..solver import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, SOLVERS, Collider,
+from ..solver import (CLOTH_MODELS, INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, SOLVERS, Collider,
                       FieldSpec, SolverSettings, Wind, YarnParams, load_preset, preset_info)
 from . import bake_status
 from .convert import (COLLIDER_PROPS, MATERIAL_DISPLAYS, MATERIAL_SPECS,  # noqa: F401 (re-export)
@@ -74,6 +74,11 @@ _KNIT = {
                                         precision=5, description="Course spacing along the wale "
                                         "[m] (gauge)"),
     "knit_friction": yarn_friction_property(),
+    # off for swatches made before edges were finished: their meshes have none
+    "knit_edges": BoolProperty(name="Cast On and Bind Off", default=False,
+                               description="The swatch's bottom edge is a cast-on and its top "
+                               "a bind-off (yarns of their own, through every edge stitch), so "
+                               "neither edge can open"),
 }
 
 
@@ -86,7 +91,7 @@ def _model_doc(cls) -> str:
 # Static items (built once at import): the bpy.props docs warn that dynamic item callbacks must
 # keep their strings alive. Identifiers are the model names upper-cased.
 SOLVER_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), _model_doc(cls))
-                     for name, cls in SOLVERS.items())
+                     for name, cls in SOLVERS.items() if name in CLOTH_MODELS)
 INTEGRATOR_ITEMS = tuple((name.upper(), name.replace("_", " ").title(), "")
                          for name in INTEGRATOR_NAMES)
 QUALITY_ITEMS = tuple((name.upper(), name.title(), QUALITY_DOCS[name]) for name in QUALITY_NAMES)

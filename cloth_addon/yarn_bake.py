@@ -5,10 +5,11 @@ None with ``result.error``; ``result.positions`` (frames + 1, P, 3) world [m]).
 What a yarn takes from the scene: its own mesh at the first frame (the vertices as stored, the
 bake's previous keys muted; its modifiers, the yarn sweep among them, draw on top and are not
 read), the object's transform and the scene's unit scale, gravity and frame rate, and its Pin
-Group: every point of weight > 0 is held still where it starts (the yarn model has no soft
-pins, and pins do not follow animation). The stitch topology (which loop each point belongs
-to, the glued yarn ends) is rebuilt from the knit settings stored on the object. The rest
-lengths are the mesh's edge lengths: a new swatch is relaxed, so it starts at rest.
+Group: a point of weight 1 is held where it starts, one of a lower weight pulled there by a goal
+spring of that weight (pins do not follow animation yet). The stitch topology (which loop each
+point belongs to, the glued yarn ends) is rebuilt from the knit settings stored on the object.
+The rest state: the mesh's edge lengths and the rest curvature Add > Knit Swatch stored with it
+(knit.REST_CURVATURE; the mesh's own curvature where there is none).
 Colliders: every collider of the scene, read at every frame as for cloth (bake.py), as meshes
 with their thickness and friction (solver/yarn/colliders.py keeps each yarn point the yarn's
 radius plus the thickness from them); each frame's report gives the deepest a yarn point lies
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..solver import (ParameterError, YarnColliders, YarnSimulation, YarnStepError,
-                      knit_swatch, loop_regions)
+from ..solver import (ParameterError, SolverSettings, YarnColliders, YarnSetup, YarnSolver,
+                      YarnStepError, build_yarn_model, knit_swatch)
 from . import knit
 from .errors import BakeError
 from .mesh_io import EvaluatedMesh, matrix, to_world, vertex_positions
@@ -82,10 +83,10 @@ def _edges(mesh) -> np.ndarray:
 
 
 def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, gravity,
-              fps: float, colliders=()):
-    """(YarnInput, a factory of its YarnRun) for a Yarn object at the current (first) frame, colliding with
-    ``colliders`` (solver.spec.Collider, world metres); BakeError naming the problem when it
-    is not a knit swatch this bake can simulate."""
+              fps: float, colliders=(), weights=None):
+    """(YarnInput, a factory of its YarnRun) for a Yarn object at the current (first) frame,
+    colliding with ``colliders`` (solver.spec.Collider, world metres), pins of ``weights``;
+    BakeError naming the problem when it is not a knit swatch this bake can simulate."""
     s, name = obj.cloth_solver, obj.name
     if s.knit_stitches < 1 or s.knit_courses < 1 or not s.knit_yarn:
         raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
@@ -97,7 +98,7 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     try:
         sw = knit_swatch(knit.solver_pattern(s.knit_pattern, s.knit_repeat), s.knit_stitches,
                          s.knit_courses, s.knit_stitch_width, s.knit_course_height,
-                         params.radius)
+                         params.radius, edges=s.knit_edges)
     except ValueError as err:
         raise BakeError(f"'{name}': {err}") from None
     mesh = obj.data
@@ -115,26 +116,37 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     m = matrix(obj.evaluated_get(depsgraph))
     m[:3] *= metres
     x = to_world(vertex_positions(mesh), m)
+    curvature = None
+    attr = mesh.attributes.get(knit.REST_CURVATURE)
+    if attr is not None and attr.data_type == "FLOAT_VECTOR" and attr.domain == "POINT":
+        curvature = np.empty(3 * len(x), np.float32)
+        attr.data.foreach_get("vector", curvature)
+        curvature = curvature.reshape(-1, 3).astype(np.float64)
+    courses, stitches = sw.purl.shape
+    setup = YarnSetup(positions=x, yarn_offsets=sw.yarn_offsets, yarn=params, ties=sw.ties,
+                      loops=sw.loops, stitches=stitches, courses=courses,
+                      straight=np.concatenate([sw.cast_on, sw.bind_off]),
+                      rest_curvature=curvature, pin_indices=pins, pin_weights=weights)
 
     def run():  # built on the runner's thread (runner.py): it may compile kernels
-        return YarnRun(x, sw, params, pins, frames, gravity, fps, colliders)
+        try:
+            return YarnRun(setup, frames, gravity, fps, colliders)
+        except ValueError as err:
+            raise BakeError(f"'{name}': {err}") from None
     return YarnInput(obj, np.broadcast_to(m, (frames + 1, 4, 4)), name, len(x)), run
 
 
 class YarnRun:
     """The yarn model over the bake's frames, one frame per ``step()`` (bake.Group.simulation):
-    points ``x`` (P, 3) world [m] of ``swatch``'s yarn, ``pins`` held still, gravity [m/s²]."""
+    the yarns of ``setup`` (world [m], pins held where they start), gravity [m/s²]."""
 
-    def __init__(self, x, swatch, params, pins, frames: int, gravity, fps: float,
-                 colliders=()):
-        courses, stitches = swatch.purl.shape
+    def __init__(self, setup, frames: int, gravity, fps: float, colliders=()):
         self.frames, self.fps = frames, float(fps)
-        self.colliders = YarnColliders(colliders, params.radius, fps, frames) \
+        model = build_yarn_model(setup)
+        self.colliders = YarnColliders(colliders, model.radius, fps, frames) \
             if colliders else None
-        self.sim = YarnSimulation(x, swatch.yarn_offsets, params, pins=pins, ties=swatch.ties,
-                                  gravity=gravity, colliders=self.colliders,
-                                  regions=loop_regions(swatch.loops, stitches, courses))
-        self._rest = self.sim.segments.rest.copy()
+        self.sim = YarnSolver(model, SolverSettings(model="yarn"), gravity, self.colliders)
+        self._rest = model.segments.rest.copy()
         self._positions = [self.sim.x.copy()]
         self.result = YarnResult(np.array(self._positions))
         self._frame_steps = 0  # steps of the frame in progress done so far
@@ -152,7 +164,7 @@ class YarnRun:
         """Simulate the next frame for at most ``SLICE_S`` of wall time: its report once the
         frame is done, ``UNFINISHED`` while it goes on (a yarn frame takes seconds, and the
         modal bake sees Esc and redraws its progress only between calls), None on failure
-        (``result.error``). The frame's steps are those of ``YarnSimulation.advance``."""
+        (``result.error``). The frame's steps are those of ``YarnSolver.advance``."""
         f = self.frame + 1
         st = self.sim.stats
         if self._frame_steps == 0:
@@ -173,7 +185,8 @@ class YarnRun:
         if not np.isfinite(self.sim.x).all():
             self.result.error = f"frame {f}: the yarn's positions are not finite"
             return None
-        strain = float(np.abs(self.sim.segments.lengths(self.sim.x) / self._rest - 1.0).max())
+        strain = float(np.abs(self.sim.model.segments.lengths(self.sim.x) / self._rest
+                              - 1.0).max())
         self._positions.append(self.sim.x.copy())
         self.result.positions = np.array(self._positions)
         depth = 0.0 if self.colliders is None else \
@@ -188,4 +201,4 @@ class YarnRun:
     @property
     def min_clearance_diameters(self) -> float:
         """Closest approach of two non-neighbouring segments so far, in yarn diameters."""
-        return float(self.sim.stats.min_clearance / (2.0 * self.sim.params.radius))
+        return float(self.sim.stats.min_clearance / (2.0 * self.sim.model.radius))

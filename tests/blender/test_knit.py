@@ -31,8 +31,42 @@ def _points(obj, key=None) -> np.ndarray:
     return buf.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
 
 
-def _length(x) -> float:
-    return float(np.linalg.norm(np.diff(x, axis=0), axis=1).sum())
+def _length(x, segments=None) -> float:
+    """Total yarn length of points x along ``segments`` (S, 2) (default: one polyline)."""
+    if segments is None:
+        return float(np.linalg.norm(np.diff(x, axis=0), axis=1).sum())
+    return float(np.linalg.norm(x[segments[:, 1]] - x[segments[:, 0]], axis=1).sum())
+
+
+def _run_directly(obj, pattern, stitches, courses, yarn, pinned, frames=1):
+    """The yarn model run directly on the swatch's mesh, through the frame loop every model
+    goes through (solver.Simulation): the positions after ``frames`` frames at 24 fps."""
+    S = solver()
+    sw = S.knit_swatch(pattern, stitches, courses, *WORSTED, yarn.radius, edges=True)
+    attr = obj.data.attributes["yarn_rest_curvature"]
+    curvature = np.empty(3 * len(obj.data.vertices), np.float32)
+    attr.data.foreach_get("vector", curvature)
+    setup = S.swatch_setup(sw, yarn, positions=_points(obj), pin_indices=pinned,
+                           rest_curvature=curvature.reshape(-1, 3).astype(np.float64))
+    sim = S.Simulation(S.SimulationSpec(setup, S.SolverSettings(model="yarn"), frames=frames,
+                                        fps=24.0, gravity=np.array(bpy.context.scene.gravity)))
+    sim.run()
+    assert sim.result.error is None, sim.result.error
+    return sim.result.positions[-1]
+
+
+def _edges(obj) -> np.ndarray:
+    """(E, 2) the mesh's edges: the yarn segments of a knit swatch."""
+    buf = np.empty(2 * len(obj.data.edges), np.int32)
+    obj.data.edges.foreach_get("vertices", buf)
+    return buf.reshape(-1, 2)
+
+
+def _attribute(obj, name) -> np.ndarray:
+    """A FLOAT_VECTOR point attribute of the object's mesh, (P, 3)."""
+    buf = np.empty(3 * len(obj.data.vertices), np.float32)
+    obj.data.attributes[name].data.foreach_get("vector", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
 
 
 def _evaluated_mesh(obj):
@@ -50,28 +84,33 @@ def test_add_knit_swatch_makes_a_relaxed_yarn_polyline_swept_into_a_tube():
     obj = _add("RIB2X2", n=4)
     S = solver()
     r = S.load_yarn_preset("wool_worsted").radius
-    generated = S.knit_swatch("rib2x2", 4, 4, *WORSTED, r)
+    generated = S.knit_swatch("rib2x2", 4, 4, *WORSTED, r)   # with its cast-on and bind-off
     P = len(generated.positions)
     s = obj.cloth_solver
     assert (s.role, s.knit_pattern, s.knit_stitches, s.knit_courses, s.knit_yarn) == (
         "YARN", "RIB2X2", 4, 4, "wool_worsted")
-    # one yarn: P points, P - 1 loose edges through consecutive vertices, no faces
+    # the knit's yarn, its cast-on and its bind-off: P points, loose edges through
+    # consecutive vertices of each, no faces
+    assert s.knit_edges and len(generated.yarn_offsets) == 4
     assert len(obj.data.vertices) == P and len(obj.data.polygons) == 0
     edges = np.empty(2 * len(obj.data.edges), dtype=np.int32)
     obj.data.edges.foreach_get("vertices", edges)
     assert np.array_equal(np.sort(edges.reshape(-1, 2), axis=1), generated.segments)
     # relaxed (Kaldor §7.1): the rest lengths shrank towards c = 0.935 of the generated ones
     x = _points(obj)
-    assert _length(x) < 0.97 * _length(generated.positions)
+    assert _length(x, generated.segments) < 0.97 * _length(generated.positions,
+                                                            generated.segments)
+    # the rest curvature the relaxation left is kept with the mesh, for the bake
+    assert obj.data.attributes["yarn_rest_curvature"].data_type == "FLOAT_VECTOR"
     assert abs(x.mean(axis=0) - (0.0, 0.0, 1.0)).max() < 0.01  # at the 3D cursor
     # hanging in x-z: courses along x, wales up z, thinnest along y (a small rib pulls in to
     # an accordion about 5 yarn diameters deep)
     extent = x.max(axis=0) - x.min(axis=0)
     assert extent[1] < 0.8 * min(extent[0], extent[2]), extent
-    # the top course is the pin group
+    # the top course (and the bind-off through it) is the pin group
     top = [v.index for v in obj.data.vertices if v.groups]
     assert s.pin_group == "Top Course"
-    assert top == list(range(generated.course_points[-2], generated.course_points[-1]))
+    assert top == sorted(generated.top_course.tolist())
     # the Geometry Nodes sweep evaluates to a closed-around tube of the yarn's radius
     (nv, nf), tube = _evaluated_mesh(obj)
     assert nf > 8 * (P - 1) and nv > 8 * (P - 1)
@@ -105,15 +144,12 @@ def test_bake_a_knit_swatch_hanging_from_its_top_course():
     # weighs 0.2 g and its loops' bending holds most of it)
     drop = weightless[free, 2].mean() - x3[free, 2].mean()
     assert drop > 2e-5, drop
-    assert abs(_length(x3) / _length(x0) - 1.0) < 0.01  # inextensible yarn
+    segments = solver().knit_swatch("stockinette", 4, 4, *WORSTED, 1.25e-3).segments
+    assert abs(_length(x3, segments) / _length(x0, segments) - 1.0) < 0.01  # inextensible
     # the same yarn model run directly gives the same keys
     S = solver()
-    sw = S.knit_swatch("stockinette", 4, 4, *WORSTED, S.load_yarn_preset("wool_worsted").radius)
-    sim = S.YarnSimulation(x0, sw.yarn_offsets, S.load_yarn_preset("wool_worsted"), pins=pinned,
-                           ties=sw.ties, gravity=np.array(bpy.context.scene.gravity),
-                           regions=S.loop_regions(sw.loops, 4, 4))
-    sim.advance(1 / 24)
-    np.testing.assert_allclose(_points(obj, "cloth_0002"), sim.x, atol=2e-6)
+    direct = _run_directly(obj, "stockinette", 4, 4, S.load_yarn_preset("wool_worsted"), pinned)
+    np.testing.assert_allclose(_points(obj, "cloth_0002"), direct, atol=2e-6)
     # the sweep follows the keys: the tube moves between frames 1 and 3, as much as the yarn
     scene.frame_set(1)
     tube1 = _evaluated_mesh(obj)[1]
@@ -168,7 +204,7 @@ def test_knit_bake_failures_name_the_problem_and_keep_the_previous_bake(monkeypa
         raise solver().YarnStepError("a step of 1e-05 s still brings yarns within 0.05 "
                                      "diameters (test)")
 
-    monkeypatch.setattr(solver().YarnSimulation, "step_toward", stuck)
+    monkeypatch.setattr(solver().YarnSolver, "step_toward", stuck)
     with pytest.raises(RuntimeError, match="'Knit Swatch': frame 1: a step .*[(]test[)]"):
         bpy.ops.cloth_solver.bake()
     monkeypatch.undo()
@@ -268,7 +304,7 @@ def test_a_falling_knit_swatch_lands_on_a_flat_collider():
         x = _points(obj, key)
         assert x[:, 2].min() >= top + r - 1e-5, key  # on the plane, never through it
         assert x[:, 2].min() < x0[:, 2].min() - 5e-4, key  # it did fall onto it
-    assert abs(_length(x) / _length(x0) - 1.0) < 0.01
+    assert abs(_length(x, _edges(obj)) / _length(x0, _edges(obj)) - 1.0) < 0.01
 
 
 def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
@@ -297,14 +333,14 @@ def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
         d = np.linalg.norm(x - centre, axis=1).min()
         assert d >= R - inset + thickness + r - 2e-5, key   # never through it
         assert x[:, 2].min() < x0[:, 2].min() - 1e-3, key   # it did fall onto it
-    assert abs(_length(x) / _length(x0) - 1.0) < 0.01
+    assert abs(_length(x, _edges(obj)) / _length(x0, _edges(obj)) - 1.0) < 0.01
     report = bpy.context.scene.cloth_solver.last_report
     assert "passes through" not in report
 
 
 def test_yarn_friction_is_kept_on_the_swatch_and_used_by_its_relaxation_and_bake():
     """Add > Knit Swatch's Yarn Friction relaxes the swatch with it, is stored on the object
-    and the bake simulates with it: the keys equal YarnSimulation run directly with it, and
+    and the bake simulates with it: the keys equal the yarn model run directly with it, and
     differ from a bake without it."""
     assert bpy.ops.cloth_solver.add_knit_swatch(
         pattern="RIB2X2", stitches=3, courses=3, yarn="wool_worsted",
@@ -319,6 +355,8 @@ def test_yarn_friction_is_kept_on_the_swatch_and_used_by_its_relaxation_and_bake
     import dataclasses
     rough = dataclasses.replace(yarn, friction=0.3)
     relaxed = S.relax_swatch(sw, rough)
+    assert np.allclose(relaxed.rest_curvature, _attribute(obj, "yarn_rest_curvature"),
+                       atol=1e-6)
     x0 = _points(obj)
     # the mesh is the swatch relaxed with friction (object frame: courses +x, wales +z)
     local = np.stack([relaxed.positions[:, 0], -relaxed.positions[:, 2],
@@ -327,14 +365,11 @@ def test_yarn_friction_is_kept_on_the_swatch_and_used_by_its_relaxation_and_bake
     np.testing.assert_allclose(x0 - x0.mean(axis=0), local - local.mean(axis=0), atol=2e-6)
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     pinned = np.array([v.index for v in obj.data.vertices if v.groups])
-    sim = S.YarnSimulation(x0, sw.yarn_offsets, rough, pins=pinned, ties=sw.ties,
-                           gravity=np.array(bpy.context.scene.gravity),
-                           regions=S.loop_regions(sw.loops, 3, 3))
-    sim.advance(1 / 24)
-    np.testing.assert_allclose(_points(obj, "cloth_0002"), sim.x, atol=2e-6)
+    direct = _run_directly(obj, "rib2x2", 3, 3, rough, pinned)
+    np.testing.assert_allclose(_points(obj, "cloth_0002"), direct, atol=2e-6)
     obj.cloth_solver.knit_friction = 0.0
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
-    assert np.abs(_points(obj, "cloth_0002") - sim.x).max() > 1e-6
+    assert np.abs(_points(obj, "cloth_0002") - direct).max() > 1e-6
 
 
 def test_knit_swatch_is_in_the_add_mesh_menu():

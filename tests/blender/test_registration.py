@@ -96,7 +96,7 @@ def test_solver_choices_are_the_registered_models():
     pkg = addon()
     rna = pkg.cloth_addon.properties.ClothSolverObjectSettings.bl_rna.properties
     items = [i.identifier for i in rna["solver"].enum_items]
-    assert items == [m.upper() for m in pkg.solver.solvers.SOLVERS]
+    assert items == [m.upper() for m in pkg.solver.solvers.CLOTH_MODELS]
     assert {"MASS_SPRING", "IMPLICIT"} <= set(items)
     assert [i.identifier for i in rna["role"].enum_items] == ["NONE", "CLOTH", "COLLIDER", "YARN"]
 
