@@ -11,16 +11,18 @@ kernel it needs) and warm (the cache the cold session left):
   session then bakes the same scene REPEATS times clicked with the live view, clicked without it
   and from a script, interleaved: the clicked bakes' times with and without the view are what
   showing the frames costs.
-- **The bpy wheels** (4.2 LTS, 5.0, 5.2 LTS; no window): bench/live_probe.py runs the bake's
-  thread while the main thread does what the modal bake does between 10 ms sleeps; how late
-  it wakes is how long the thread kept Python's GIL from it.
+- **The bpy wheels** (4.2 LTS, 5.0, 5.2 LTS; no window): bench/live_probe.py runs a bake as
+  the modal bake does (in the worker process) while the main thread takes its frames between
+  10 ms sleeps; how late it wakes is how long the main thread was kept from Blender's events.
 
 Xvfb draws with Mesa's software renderer on the CPU, which a GPU does on a workstation: the
 blocks measured in the window include the viewport's drawing on two shared cores (an upper
 bound), and the machine's load is recorded before and after.
 
 Usage: ``python bench/live_bake.py [--sizes 12 40] [--frames 48] [--repeats 3]
-[--skip-wheels] [--skip-window]`` writes bench/results/live_bake.json.
+[--skip-wheels] [--skip-window] [--shots docs/ui]`` writes bench/results/live_bake.json
+(run it with a Python that does not put another ``python3.11`` first on PATH, such as
+``.venv/bin/python``: Debian's Blender 3.4 takes the first one as its own).
 """
 
 from __future__ import annotations
@@ -40,16 +42,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SESSION = ROOT / "tests" / "blender" / "live_ui_session.py"
 PROBE = ROOT / "bench" / "live_probe.py"
 WHEELS = {"4.2": ".venv-bpy42", "5.0": ".venv", "5.2": ".venv-bpy52"}
-sys.path.insert(0, str(ROOT / "scripts"))
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "bench")]
 
 
 def window_session(out: Path, user: Path, cache: Path, n: int, frames: int,
-                   repeats: int) -> dict:
+                   repeats: int, shots: Path | None = None) -> dict:
     env = {**os.environ, "BLENDER_USER_SCRIPTS": str(user), "NUMBA_CACHE_DIR": str(cache),
-           "CLOTH_SOLVER_WARMUP": "0"}
+           "CLOTH_SOLVER_WARMUP": "0", "CLOTH_SOLVER_BASELINE": "1"}
     cmd = ["xvfb-run", "-a", "-s", "-screen 0 1280x720x24", shutil.which("blender"),
            "--factory-startup", "--enable-event-simulate", "--addons", "cloth_solver",
-           "--python", str(SESSION), "--", str(out), str(n), str(frames), str(repeats)]
+           "--python", str(SESSION), "--", str(out), str(n), str(frames), str(repeats),
+           str(shots or "")]
     run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     if not out.is_file():
         raise RuntimeError(run.stdout[-3000:] + run.stderr[-3000:])
@@ -62,10 +65,11 @@ def window_session(out: Path, user: Path, cache: Path, n: int, frames: int,
 def window_summary(result: dict) -> dict:
     timing = result["timing"]
     out = {
-        "first_bake_s": round(result["first bake"]["wall_s"], 2),
+        "runner": result["runner"],
         "first_bake_worst_block_s": round(result["first bake"]["worst_block_s"], 3),
         "esc_answered_s": round(result["esc"]["answered_s"], 3),
         "play_worst_block_s": round(result["play"]["worst_block_s"], 3),
+        "idle_worst_block_s": round(result["idle worst_block_s"], 3),
     }
     if timing:
         out.update({
@@ -102,6 +106,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-wheels", action="store_true")
     parser.add_argument("--skip-window", action="store_true")
+    parser.add_argument("--shots", type=Path, default=None,
+                        help="write the window's screenshots mid-bake (the last size's warm "
+                             "session) into this folder, e.g. docs/ui")
     parser.add_argument("--json", type=Path,
                         default=ROOT / "bench" / "results" / "live_bake.json")
     args = parser.parse_args()
@@ -133,8 +140,9 @@ def main() -> None:
             # the cold session once (for the first size), then warm sessions for every size
             for name in (("cold",) if i == 0 else ()) + ("warm",):
                 repeats = 0 if name == "cold" else args.repeats
+                shots = args.shots if name == "warm" and n == args.sizes[-1] else None
                 result = window_session(work / f"{n}-{name}.json", user, cache, n,
-                                        args.frames, repeats)
+                                        args.frames, repeats, shots)
                 out["blender_window"] = result["blender"]
                 sizes[name] = window_summary(result)
                 print(n, name, json.dumps(sizes[name]), flush=True)
@@ -145,7 +153,8 @@ def main() -> None:
             max(s.get("first_bake_worst_block_s", 0.0), s.get("worst_block_s", 0.0))
             for sizes in out["window"].values() for s in sizes.values())
     out["load_after"] = round(os.getloadavg()[0], 2)
-    args.json.write_text(json.dumps(out, indent=1) + "\n")
+    from record import save_json
+    save_json(args.json, out)
     print(json.dumps(out, indent=1))
     shutil.rmtree(work, ignore_errors=True)
 

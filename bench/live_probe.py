@@ -1,13 +1,13 @@
-"""Inside a bpy wheel (no window): how long Blender's main thread waits for Python while a bake
-simulates on its thread, the way the modal bake takes its frames (bench/live_bake.py runs it).
+"""Inside a bpy wheel (no window): how long Blender's main thread is kept from its events while
+a bake simulates beside it, the way the modal bake takes its frames (bench/live_bake.py runs it).
 
-The main thread does what the modal operator's timer does (take the frames, show them in the
-live view) and then sleeps 10 ms, as Blender's event loop does between timer events; how late
-it comes back is how long the bake's thread kept the GIL from it (a Python draw callback or
-Esc would wait as long). Usage: ``python bench/live_probe.py OUT.json N FRAMES ADDON_DIR``
-with ``NUMBA_CACHE_DIR`` set (empty: the session's first bake compiles its kernels); the add-on
-is copied into ADDON_DIR (the same folder for a later session: numba finds its cache by the
-source files' paths).
+The bake starts as a click starts it (in the worker process, cloth_addon/worker.py); the main
+thread does what the modal operator's timer does (take the frames, show them in the live view)
+and then sleeps 10 ms, as Blender's event loop does between timer events; how late it comes back
+is how long a Python draw callback or Esc would have waited. Usage: ``python
+bench/live_probe.py OUT.json N FRAMES ADDON_DIR`` with ``NUMBA_CACHE_DIR`` set (empty: the
+session's first bake compiles its kernels); the add-on is copied into ADDON_DIR (the same folder
+for a later session: numba finds its cache by the source files' paths).
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def bake(addon) -> dict:
     t = time.perf_counter()
     job.finish()
     write = time.perf_counter() - t
-    return {"read_s": round(read, 3), "simulate_s": round(simulate, 2),
+    return {"runner": type(job.runner).__name__, "read_s": round(read, 3),
+            "simulate_s": round(simulate, 2),
             "worst_block_s": round(worst, 3), "write_s": round(write, 3)}
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from ..solver import (ClothSetup, Collider, MeshError, ParameterError, Simulation,
                       SimulationSpec, SolverSettings, Wind, set_thread_ceiling, sew_lines)
 from . import (bake_status, blender_physics, disk_cache, modifier_stack, runner, shape_keys, units,
-               yarn_bake)
+               warmup, worker, yarn_bake)
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       threads_ceiling, wind_from_props)
 from .errors import BakeError
@@ -77,7 +77,9 @@ class Group:
     cloths: list[ClothInput]
     factory: Callable[[], Any]
     spec: SimulationSpec | None = None  # what a cloth group simulates (None for a yarn)
-    simulation: Any = None  # the stepper, once built
+    simulation: Any = None  # the stepper, once built (on this process's thread only)
+    model_name: str = ""  # once built
+    piece_offsets: Any = None  # each cloth's first vertex in the positions (None: one)
     frames: list = field(default_factory=list)  # positions (P, 3) world [m]; [0] = first frame
     wall_time_s: float = 0.0
     max_strain: float = 0.0
@@ -505,10 +507,17 @@ class BakeJob:
         if live:
             self.live = LiveView()
         ceiling = threads_ceiling(self.scene.cloth_solver)
-        self.runner = runner.Runner([g.factory for g in self.groups], spare_core=ui,
-                                    prepare=lambda: set_thread_ceiling(ceiling))
-        self.runner.allow(limit)
-        self.runner.start()
+        tasks = [runner.Task(g.factory, [f"'{c.name}'" for c in g.cloths]) for g in self.groups]
+        # beside the UI, in the worker process (worker.py); scripts, and where no worker can
+        # start, on a thread
+        self.runner = None
+        if ui:
+            self.runner = worker.start(tasks, warmup.python_executable(), ceiling, limit)
+        if self.runner is None:
+            self.runner = runner.Runner(tasks, spare_core=ui,
+                                        prepare=lambda: set_thread_ceiling(ceiling))
+            self.runner.allow(limit)
+            self.runner.start()
         self.started = time.perf_counter()
         return self
 
@@ -567,14 +576,13 @@ class BakeJob:
         g = self.groups[msg.task]
         names = ", ".join(f"'{c.name}'" for c in g.cloths)
         if isinstance(msg, runner.Built):
-            g.simulation = msg.stepper
-            if isinstance(msg.stepper, Simulation):
-                # degenerate elements simulated around, vertices where the cloth is split
-                notes = msg.stepper.notes([f"'{c.name}'" for c in g.cloths])
-                self.notes.extend(notes)
-                for text in notes if self.log is not None else ():
-                    self.log(f"cloth_solver: {text}")
-            g.frames = [np.array(msg.stepper.result.positions[0])]
+            g.simulation, g.model_name, g.piece_offsets = (msg.stepper, msg.model_name,
+                                                           msg.piece_offsets)
+            # degenerate elements simulated around, vertices where the cloth is split
+            self.notes.extend(msg.notes)
+            for text in msg.notes if self.log is not None else ():
+                self.log(f"cloth_solver: {text}")
+            g.frames = [msg.first]
             self._show(g, 0)
             return
         if isinstance(msg, runner.Failed):
@@ -583,7 +591,7 @@ class BakeJob:
             if msg.error is None:
                 raise BakeError(f"{names}: {msg.message}")
             if isinstance(msg.error, (MeshError, ParameterError, ValueError)) \
-                    and g.simulation is None:  # the model refused the scene
+                    and not g.frames:  # the model refused the scene
                 raise BakeError(f"{names}: {msg.error}")
             print(msg.trace, file=sys.stderr)  # a solver bug: keep the traceback for a report
             raise BakeError(
@@ -616,14 +624,12 @@ class BakeJob:
                      f"{self.frame_start}-{self.frame_end} {names}: "
                      f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%"
                      f"{retried}")
-        if len(g.frames) == self.frames + 1 and isinstance(g.simulation, yarn_bake.YarnRun):
-            self.notes.append(f"yarn '{g.cloths[0].name}': closest yarns "
-                              f"{g.simulation.min_clearance_diameters:.2f} diameters apart")
+        self.notes.extend(msg.notes)  # after its last frame (a yarn's closest approach)
 
     def _local(self, g: Group, f: int) -> list:
         """[(cloth, object-local positions at simulated frame f)] of a group's cloths (the
         keys' positions before their user-key offsets are taken off)."""
-        offsets = getattr(g.simulation, "piece_offsets", None)
+        offsets = g.piece_offsets
         world = g.frames[f]
         out = []
         for i, c in enumerate(g.cloths):
@@ -751,7 +757,7 @@ class BakeJob:
         for obj, _, g in writes:
             s = obj.cloth_solver
             bake_status.record(obj)
-            s.bake_model = g.simulation.result.model_name
+            s.bake_model = g.model_name
             s.bake_time = g.wall_time_s
             s.bake_max_strain = g.max_strain
             s.bake_deepest_penetration = g.deepest_penetration_m
@@ -765,7 +771,7 @@ class BakeJob:
             max_strain=max(g.max_strain for g in self.groups),
             deepest_penetration_m=max(g.deepest_penetration_m for g in self.groups),
             intersections=max(g.intersections for g in self.groups),
-            models=sorted({g.simulation.result.model_name for g in self.groups}),
+            models=sorted({g.model_name for g in self.groups}),
             skipped=list(self.skipped), warnings=list(self.warnings), notes=list(self.notes),
             retried=_merged(g.retried for g in self.groups),
             untangled=sum(g.untangled for g in self.groups),

@@ -67,8 +67,8 @@ class Session:
         """Frames allowed that the main thread has not taken yet (the timer goes on)."""
         runner = self.job.runner
         return self.job.running and runner is not None and (
-            self.job.frames_kept < (runner.allowed or 0) or self.job.groups and any(
-                g.simulation is None for g in self.job.groups))
+            self.job.frames_kept < (runner.allowed or 0) or any(
+                not g.frames for g in self.job.groups))
 
 
 _session: Session | None = None

@@ -1,21 +1,19 @@
-"""Simulations stepped on a background thread, their frames handed to Blender's main thread.
+"""Simulations stepped beside Blender's main thread, their frames handed to it as messages.
 
-Why a thread (docs/solver.md, "The bake beside Blender's UI"): the solver's time goes into numba
-kernels, numpy and scipy, which give Python's GIL back often (numba's compiler too: its LLVM
-calls go through ctypes, which releases the GIL), so Blender's main thread, which needs the GIL
-only for the add-on's own Python (the modal operator's timer, panel drawing), gets it within tens
-of milliseconds even while a first bake compiles its kernels. A worker process would free the
-main thread entirely, but it would start a Python, import numba and load every kernel from the
-cache for each bake (seconds), copy the scene across, and find a Python executable that Blender
-3.4 does not reliably name; the thread shares the loaded kernels and the frames' arrays.
-
-The runner is model-agnostic: a task is a zero-argument factory returning a *stepper* with
+The runner is model-agnostic: a task (``Task``) is a factory returning a *stepper* with
 ``step()`` (a report per finished frame, ``UNFINISHED`` while a frame goes on, None on failure
-with the message in ``result.error``), ``done`` and ``result.positions`` (frames so far + 1,
-P, 3); cloth (solver.Simulation) and yarn (yarn_bake.YarnRun) both are. Factories run on the
-thread too: building a model may compile kernels. Only the thread touches a stepper; the main
-thread reads ``Frame`` messages from ``poll()``. Nothing here imports bpy: the thread must never
-touch Blender data.
+with the message in ``result.error``), ``done``, ``result.positions`` (frames so far + 1, P, 3)
+and ``result.model_name``, and optionally ``piece_offsets``, ``notes(names)`` and
+``closing_notes(names)``; cloth (solver.Simulation) and yarn (yarn_run.YarnRun) both are.
+``run_tasks`` builds and steps them and posts ``Built``, ``Frame``, ``Failed`` and ``Ended``;
+Blender's main thread takes the messages with ``poll()`` and never touches a stepper.
+
+Two runners share it (docs/solver.md, "The bake beside Blender's UI"): ``Runner``, a thread of
+this process (scripts and ``blender -b``, which wait for the bake anyway), and
+``worker.ProcessRunner``, a separate Python process (a bake or Simulate on Play beside the UI:
+Blender's main thread then never waits for the solver's Python, its compiler or its garbage
+collector). Nothing here imports bpy: the thread must never touch Blender data, and the worker
+process imports this module without Blender.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ import sys
 import threading
 import traceback
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -36,28 +34,46 @@ UNFINISHED = object()  # a stepper's step(): the frame goes on at the next call
 
 
 @dataclass
+class Task:
+    """A simulation to step: ``factory()`` builds its stepper (on the runner's side: building
+    may compile kernels; picklable for the worker process, worker.py); ``names`` name its pieces
+    in notes ("'Sheet'")."""
+
+    factory: Callable[[], Any]
+    names: list
+
+
+@dataclass
 class Built:
-    """Task ``task``'s stepper exists (its model is built)."""
+    """Task ``task``'s model is built: its first frame's positions (P, 3) world [m], model
+    name, the pieces' offsets into the positions (None: one piece), what the user should know
+    about its meshes, and (in-process runners only) the stepper itself."""
 
     task: int
-    stepper: Any
+    first: np.ndarray
+    model_name: str
+    piece_offsets: Any = None
+    notes: list = field(default_factory=list)
+    stepper: Any = None
 
 
 @dataclass
 class Frame:
     """Task ``task`` finished frame ``index`` (1 = the first simulated frame): ``positions``
-    (P, 3) world [m], a copy owned by the receiver, and the stepper's ``report``."""
+    (P, 3) world [m], a copy owned by the receiver, the stepper's ``report``, and notes once
+    its last frame is done (a yarn's closest approach)."""
 
     task: int
     index: int
     positions: np.ndarray
     report: Any
+    notes: list = field(default_factory=list)
 
 
 @dataclass
 class Failed:
     """Task ``task`` stopped: ``message`` from the stepper (``result.error``) or, with
-    ``error`` set, an exception raised on the thread (``trace`` is its traceback)."""
+    ``error`` set, an exception raised while building or stepping (``trace``: its traceback)."""
 
     task: int
     message: str
@@ -67,9 +83,98 @@ class Failed:
 
 @dataclass
 class Ended:
-    """The thread has ended: every task done (``stopped`` False) or it was stopped."""
+    """The runner has ended: every task done (``stopped`` False) or it was stopped."""
 
     stopped: bool
+
+
+class Gate:
+    """Stop, and how many frames may be simulated (Simulate on Play allows a frame per frame
+    played), shared by the side that steps and the side that asks."""
+
+    def __init__(self):
+        self._stop = threading.Event()
+        self._limit: int | None = None
+        self._wake = threading.Condition()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def allow(self, frames: int | None) -> None:
+        with self._wake:
+            self._limit = frames
+            self._wake.notify_all()
+
+    @property
+    def allowed(self) -> int | None:
+        return self._limit
+
+    def wait_for(self, index: int) -> bool:
+        """Wait until frame ``index`` may be simulated; False once stopped."""
+        with self._wake:
+            while not self._stop.is_set() and self._limit is not None and index > self._limit:
+                self._wake.wait()
+        return not self._stop.is_set()
+
+
+def _notes(stepper, name: str, names) -> list:
+    fn = getattr(stepper, name, None)
+    return list(fn(names)) if callable(fn) else []
+
+
+def run_tasks(tasks: list[Task], post: Callable[[Any], None], gate: Gate,
+              keep_steppers: bool = True) -> None:
+    """Build every stepper, then step them in turn a frame each (every model shows the same
+    frame, and a stopped bake keeps one range for all), posting what happens; returns when
+    every task is done, one failed or the gate stopped. Posts Ended last."""
+    steppers = []
+    try:
+        for i, task in enumerate(tasks):
+            if gate.stopped:
+                return
+            try:
+                stepper = task.factory()
+                built = Built(i, np.array(stepper.result.positions[0]),
+                              stepper.result.model_name, getattr(stepper, "piece_offsets", None),
+                              _notes(stepper, "notes", task.names),
+                              stepper if keep_steppers else None)
+            except Exception as err:
+                post(Failed(i, str(err), err, traceback.format_exc()))
+                return
+            steppers.append(stepper)
+            post(built)
+        index = 0
+        while not gate.stopped and not all(s.done for s in steppers):
+            index += 1
+            if not gate.wait_for(index):
+                return
+            for i, stepper in enumerate(steppers):
+                if stepper.done:
+                    continue
+                rep = UNFINISHED
+                try:
+                    while rep is UNFINISHED:
+                        if gate.stopped:
+                            return
+                        rep = stepper.step()
+                    if rep is not None:
+                        done = _notes(stepper, "closing_notes", tasks[i].names) \
+                            if stepper.done else []
+                except Exception as err:
+                    post(Failed(i, str(err), err, traceback.format_exc()))
+                    return
+                if rep is None:
+                    post(Failed(i, str(stepper.result.error)))
+                    return
+                post(Frame(i, index, np.array(stepper.result.positions[-1]), rep, done))
+    finally:
+        post(Ended(gate.stopped))
 
 
 _live: weakref.WeakSet = weakref.WeakSet()
@@ -117,20 +222,18 @@ def _switch_fast(on: bool) -> None:
 
 
 class Runner:
-    """Runs ``tasks`` (stepper factories) one after the other on a daemon thread."""
+    """Runs ``tasks`` on a daemon thread of this process (run_tasks)."""
 
-    def __init__(self, tasks: list[Callable[[], Any]], name: str = "cloth_solver bake",
+    def __init__(self, tasks: list[Task], name: str = "cloth_solver bake",
                  spare_core: bool = False, prepare: Callable[[], None] | None = None):
-        """``spare_core``: leave a core to Blender's UI (a modal bake; a script waiting for the
-        bake uses them all). ``prepare``: called first on the thread (numba's thread count is
-        per thread: the user's Threads setting is applied there)."""
+        """``spare_core``: leave a core to Blender's UI (a bake beside the UI; a script waiting
+        for the bake uses them all). ``prepare``: called first on the thread (numba's thread
+        count is per thread: the user's Threads setting is applied there)."""
         self._tasks = list(tasks)
         self._spare_core = spare_core
         self._prepare = prepare
         self._queue: queue.Queue = queue.Queue()
-        self._stop = threading.Event()
-        self._limit: int | None = None  # frames the thread may simulate (None: all)
-        self._wake = threading.Condition()
+        self._gate = Gate()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         _live.add(self)
 
@@ -145,27 +248,16 @@ class Runner:
 
     def stop(self) -> None:
         """Ask the thread to end after the step it is in (a cloth frame, or a yarn slice)."""
-        self._stop.set()
-        with self._wake:
-            self._wake.notify_all()
+        self._gate.stop()
 
     def allow(self, frames: int | None) -> None:
         """Simulate at most ``frames`` frames (None: all): the thread waits, after building the
-        steppers, until more are allowed (Simulate on Play allows a frame per frame played)."""
-        with self._wake:
-            self._limit = frames
-            self._wake.notify_all()
+        steppers, until more are allowed."""
+        self._gate.allow(frames)
 
     @property
     def allowed(self) -> int | None:
-        return self._limit
-
-    def _may_step(self, index: int) -> bool:
-        """Wait until frame ``index`` may be simulated; False once stopped."""
-        with self._wake:
-            while not self._stop.is_set() and self._limit is not None and index > self._limit:
-                self._wake.wait()
-        return not self._stop.is_set()
+        return self._gate.allowed
 
     @property
     def alive(self) -> bool:
@@ -178,70 +270,43 @@ class Runner:
         return not self._thread.is_alive()
 
     def poll(self, limit: int = 1 << 30) -> list:
-        """The messages the thread posted since the last call (at most ``limit``), in order."""
-        out = []
-        while len(out) < limit:
-            try:
-                out.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        return out
+        """The messages posted since the last call (at most ``limit``), in order."""
+        return _take(self._queue, limit)
 
     def wait(self, timeout: float) -> list:
         """Like ``poll``, but waits up to ``timeout`` seconds for the first message."""
-        try:
-            first = self._queue.get(timeout=timeout)
-        except queue.Empty:
-            return []
-        return [first] + self.poll()
+        return _wait(self._queue, timeout)
 
     def _run(self) -> None:
-        """Build every stepper, then step them in turn a frame each, so that every model shows
-        the same frame and a stopped bake keeps one range for all."""
-        post = self._queue.put
-        steppers = []
         try:
-            try:
-                if self._prepare is not None:
-                    self._prepare()
-                if self._spare_core:
-                    _spare_a_core()
-            except Exception:  # never stop a bake over its thread count
-                traceback.print_exc()
-            for i, factory in enumerate(self._tasks):
-                if self._stop.is_set():
-                    return
-                try:
-                    stepper = factory()
-                except Exception as err:
-                    post(Failed(i, str(err), err, traceback.format_exc()))
-                    return
-                steppers.append(stepper)
-                post(Built(i, stepper))
-            index = 0
-            while not self._stop.is_set() and not all(s.done for s in steppers):
-                index += 1
-                if not self._may_step(index):
-                    return
-                for i, stepper in enumerate(steppers):
-                    if stepper.done:
-                        continue
-                    rep = UNFINISHED
-                    while rep is UNFINISHED:
-                        if self._stop.is_set():
-                            return
-                        try:
-                            rep = stepper.step()
-                        except Exception as err:
-                            post(Failed(i, str(err), err, traceback.format_exc()))
-                            return
-                    if rep is None:
-                        post(Failed(i, str(stepper.result.error)))
-                        return
-                    post(Frame(i, index, np.array(stepper.result.positions[-1]), rep))
+            if self._prepare is not None:
+                self._prepare()
+            if self._spare_core:
+                _spare_a_core()
+        except Exception:  # never stop a bake over its thread count
+            traceback.print_exc()
+        try:
+            run_tasks(self._tasks, self._queue.put, self._gate)
         finally:
             _switch_fast(False)
-            post(Ended(self._stop.is_set()))
+
+
+def _take(q: queue.Queue, limit: int) -> list:
+    out = []
+    while len(out) < limit:
+        try:
+            out.append(q.get_nowait())
+        except queue.Empty:
+            break
+    return out
+
+
+def _wait(q: queue.Queue, timeout: float) -> list:
+    try:
+        first = q.get(timeout=timeout)
+    except queue.Empty:
+        return []
+    return [first] + _take(q, 1 << 30)
 
 
 def _spare_a_core() -> None:

@@ -53,9 +53,9 @@ if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
 
 FASTMATH = {"nsz", "arcp", "contract", "afn"}
 
-# Every kernel gives Python's GIL back while it runs (nogil): the add-on simulates on a
-# background thread (cloth_addon/runner.py), and Blender's main thread needs the GIL for every
-# Python draw callback of its UI. Measured in Blender 3.4 with a window: with kernels holding
+# Every kernel gives Python's GIL back while it runs (nogil): the add-on simulates some bakes on
+# a background thread of Blender's process (cloth_addon/runner.py: scripts, knits), and
+# Blender's main thread needs the GIL for every Python draw callback of its UI. Measured in Blender 3.4 with a window: with kernels holding
 # the GIL, a bake on the thread blocked the UI for 0.5-1 s at a time and ran 3x slower than
 # the same bake without a UI (each of the UI's many callbacks waited out Python's 5 ms switch
 # interval behind a kernel). numba's cache index does not record the flag, so it is part of

@@ -14,8 +14,8 @@ block: Blender drawing, the add-on's Python, the GIL). Writes OUT.json:
   reported, and whether the cloth had keys afterwards;
 - ``stop``: the panel's Stop mid-bake: the keys and status written;
 - ``play``: Simulate on Play, the timeline played until six frames are simulated: the frames
-  simulated, the evaluated mesh scrubbed back to frame 3 against the solver's frame, and Bake
-  Cloth then keeping the frames played;
+  simulated and allowed, the frames allowed after scrubbing back to frame 3 and the evaluated mesh
+  there against the solver's frame, and Bake Cloth then keeping the frames played;
 - ``timing``: REPEATS times the same bake clicked (modal, live view), clicked without the live
   view and from a script (no UI while it runs), interleaved: wall seconds of each, and the
   longest main-thread block during each clicked bake.
@@ -197,6 +197,8 @@ def steps():
     t0 = time.perf_counter()
     RESULT["first click s"] = click_bake()
     job = jobs()[0]
+    RESULT["runner"] = type(job.runner).__name__  # ProcessRunner: the worker process
+    job.runner.allow(FRAMES // 2)  # the bake waits there until the frame shown is compared
     yield from until(lambda: job.frames_kept >= max(3, FRAMES // 3) or not job.running)
     yield 0.3  # the frame shown is drawn
     frame = bpy.context.scene.frame_current
@@ -214,6 +216,7 @@ def steps():
             bpy.ops.screen.screenshot(filepath=str(SHOTS / "bake_in_progress.png"))
         with window_context(props):
             bpy.ops.screen.screenshot_area(filepath=str(SHOTS / "bake_panel_running.png"))
+    job.runner.allow(None)
     yield from until(lambda: not jobs())
     RESULT["first bake"] = dict(wall_s=time.perf_counter() - t0, worst_block_s=probe.worst,
                                 report=last_report())
@@ -268,12 +271,13 @@ def steps():
     worst = probe.worst
     yield 0.3
     session = play.session()
-    frames = session.frames
-    scene.frame_set(3)  # back: from memory
+    frames, allowed = session.frames, session.job.runner.allowed
+    scene.frame_set(3)  # back: from memory, nothing more allowed
     yield 0.3
     c = session.job.groups[0].cloths[0]
     solver_local = to_local(session.job.groups[0].frames[2], c.matrices[2]).astype(np.float32)
-    RESULT["play"] = dict(frames=frames, frames_after_scrub=session.frames,
+    RESULT["play"] = dict(frames=frames, allowed=allowed,
+                          allowed_after_scrub=session.job.runner.allowed,
                           max_difference=float(np.abs(evaluated_local(sheet)
                                                       - solver_local).max()),
                           modifiers=[m.name for m in sheet.modifiers], worst_block_s=worst)
@@ -287,8 +291,14 @@ def steps():
     del job, session
 
     # 5. The same bake clicked with the live view, clicked without it (the frame does not
-    # follow either) and run from a script (no UI while it runs), interleaved.
+    # follow either) and run from a script (no UI while it runs), interleaved; with
+    # CLOTH_SOLVER_BASELINE=1 first how late the probe runs in Blender doing nothing (the
+    # machine's own share of every block measured here).
     import os
+    if os.environ.get("CLOTH_SOLVER_BASELINE") == "1":
+        probe.reset()
+        yield 10.0
+        RESULT["idle worst_block_s"] = probe.worst
     timing = []
     for _ in range(REPEATS):
         row = {}

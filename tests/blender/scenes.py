@@ -152,7 +152,7 @@ def modal_operator(job):
     import types
     cls = addon().cloth_addon.operators.CLOTH_SOLVER_OT_bake
     if job.runner is None:
-        job.start(live=True)  # as invoke starts it
+        job.start(live=True, ui=True)  # as invoke starts it: in the worker process
     frame = bpy.context.scene.frame_current
     op = types.SimpleNamespace(_job=job, _timer=None, _compiling=False, reports=[],
                                _frame_before=frame, _shown=frame, _shown_at=0.0,

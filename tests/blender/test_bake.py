@@ -365,6 +365,9 @@ def test_a_solver_exception_stops_the_bake_with_the_frame_and_keeps_the_previous
         bpy.ops.cloth_solver.bake()
     assert same_key_state(before, key_state(obj))
 
+    # the modal bake on a thread of this process, where the patch applies (a bake beside the
+    # UI runs in the worker process: test_worker.py fails one there)
+    monkeypatch.setenv("CLOTH_SOLVER_WORKER", "0")
     cls, op = modal_operator(addon().cloth_addon.bake.BakeJob(bpy.context))
     result = run_modal(cls, op)
     assert result == {"CANCELLED"} and op._job is None and op._timer is None

@@ -253,7 +253,7 @@ def test_a_knit_frame_is_simulated_in_slices_so_stop_and_cancel_are_seen_within_
     dropped in the middle of its first frame writes nothing."""
     import time
     obj = _add("STOCKINETTE", n=3, frames=(1, 2))
-    yarn_bake = addon().cloth_addon.yarn_bake
+    yarn_bake, yarn_run = addon().cloth_addon.yarn_bake, addon().cloth_addon.yarn_run
     YarnRun = yarn_bake.YarnRun
     slices = []
     real_step = YarnRun.step
@@ -263,7 +263,7 @@ def test_a_knit_frame_is_simulated_in_slices_so_stop_and_cancel_are_seen_within_
         slices.append(rep is yarn_bake.UNFINISHED)
         return rep
 
-    budget, yarn_bake.SLICE_S = yarn_bake.SLICE_S, 0.0  # a slice of one step: no timing
+    budget, yarn_run.SLICE_S = yarn_run.SLICE_S, 0.0  # a slice of one step: no timing
     YarnRun.step = counted
     try:
         job = addon().cloth_addon.bake.BakeJob(bpy.context).start()
@@ -282,7 +282,7 @@ def test_a_knit_frame_is_simulated_in_slices_so_stop_and_cancel_are_seen_within_
         assert job.runner.join(timeout=5.0)  # ended at the next slice, not the frame's end
         assert job.frames_kept == 0 and len(slices) <= 2
     finally:
-        yarn_bake.SLICE_S = budget
+        yarn_run.SLICE_S = budget
         YarnRun.step = real_step
     assert same_key_state(before, key_state(obj))
 

@@ -1,0 +1,110 @@
+"""Bakes beside the UI run in a worker process (worker.py): the same frames as a bake inside
+Blender, bit for bit; the worker stays for the next bake and is replaced when still busy; a worker
+that dies mid-bake or runs another Python fails the bake with a message, never Blender."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bpy
+from scenes import addon, advance, cloth
+
+
+def _worker():
+    return addon().cloth_addon.worker
+
+
+def _job(**start):
+    return addon().cloth_addon.bake.BakeJob(bpy.context).start(**start)
+
+
+def _frames(job) -> np.ndarray:
+    return np.array(job.groups[0].frames)
+
+
+def test_the_worker_bakes_the_same_frames_and_stays_for_the_next_bake():
+    cloth(n=5, pins=[20, 24], frames=(1, 8), location=(0.1, 0.0, 1.0), rotation=(0.3, 0, 0))
+    inside = _job()
+    assert isinstance(inside.runner, addon().cloth_addon.runner.Runner)
+    inside.run()
+    job = _job(ui=True)
+    assert isinstance(job.runner, _worker().ProcessRunner)
+    summary = job.run()
+    assert summary.models == ["implicit"] and summary.frame_end == 8
+    np.testing.assert_array_equal(_frames(job), _frames(inside))
+    pid = _worker()._worker.process.pid
+    job = _job(ui=True)
+    job.run()
+    assert _worker()._worker.process.pid == pid  # kernels stay loaded for the next bake
+    # cancelled while it simulates, then another bake at once: it gets its own frames (from
+    # the same worker once it has ended the cancelled one's frame, else from a new one)
+    job = _job(ui=True, limit=3)
+    advance(job, 2)
+    job.cancel()
+    job = _job(ui=True, limit=2)
+    advance(job, 2)
+    assert job.frames_kept == 2 and len(job.groups[0].frames) == 3
+    np.testing.assert_array_equal(_frames(job), _frames(inside)[:3])
+    job.cancel()
+
+
+def test_a_worker_that_dies_mid_bake_fails_the_bake_with_a_message():
+    obj = cloth(n=5, pins=[20, 24], frames=(1, 100))
+    job = _job(ui=True, live=True, limit=3)
+    advance(job, 1)
+    _worker()._worker.process.kill()
+    with pytest.raises(addon().cloth_addon.errors.BakeError,
+                       match="the simulation process ended unexpectedly"):
+        advance(job, 10)
+    job.cancel()
+    assert obj.data.shape_keys is None and not obj.modifiers
+    assert isinstance(_job(ui=True, limit=1).runner, _worker().ProcessRunner)  # a new one
+
+
+def test_a_worker_with_another_python_is_refused_and_bakes_run_inside_blender(monkeypatch):
+    cloth(n=4, pins=[12, 15], frames=(1, 4))
+    w = _worker()
+    if w._worker is not None:
+        w._worker.end()
+    monkeypatch.setattr(w, "_worker", None)
+    monkeypatch.setattr(w, "_stamp", "another Python")
+    monkeypatch.setattr(w, "_refused", "")
+    job = _job(ui=True)
+    with pytest.raises(addon().cloth_addon.errors.BakeError,
+                       match="is not Blender's own Python, numba and numpy"):
+        job.run()
+    assert not w.available(addon().cloth_addon.warmup.python_executable())
+    job = _job(ui=True)
+    assert isinstance(job.runner, addon().cloth_addon.runner.Runner)
+    assert job.run().frame_end == 4
+
+
+def test_a_python_that_cannot_be_started_leaves_bakes_on_a_thread(monkeypatch, tmp_path):
+    cloth(n=4, pins=[12, 15], frames=(1, 3))
+    w = _worker()
+    if w._worker is not None:
+        w._worker.end()
+    monkeypatch.setattr(w, "_worker", None)
+    monkeypatch.setattr(w, "_refused", "")
+    monkeypatch.setattr(addon().cloth_addon.warmup, "python_executable",
+                        lambda: str(tmp_path / "no-such-python"))
+    job = _job(ui=True)
+    assert isinstance(job.runner, addon().cloth_addon.runner.Runner)
+    assert job.run().frame_end == 3
+    assert "could not be started" in w._refused
+
+
+def test_a_knit_bakes_in_the_worker_as_inside_blender():
+    assert bpy.ops.cloth_solver.add_knit_swatch(
+        pattern="STOCKINETTE", stitches=2, courses=2, yarn="wool_worsted") == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.cloth_solver.frame_start, scene.cloth_solver.frame_end = 1, 3
+    scene.render.fps = 1000  # a yarn frame of 1 ms: a few steps, not seconds
+    inside = _job()
+    inside.run()
+    job = _job(ui=True)
+    assert isinstance(job.runner, _worker().ProcessRunner)
+    summary = job.run()
+    assert summary.models == ["yarn"] and any("closest yarns" in n for n in summary.notes)
+    np.testing.assert_array_equal(_frames(job), _frames(inside))
