@@ -106,7 +106,8 @@ def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
         checks = solver.collisions.report(solver.x, collider_state)
         stats = solver.collision_stats
         extra = dict(collision_pairs=stats.contacts + stats.collisions,
-                     impact_zones=stats.impact_zones,
+                     impact_zones=stats.impact_zones, proximity_pushes=stats.pushed,
+                     continuous_collisions=stats.collisions, strain_rounds=stats.strain_rounds,
                      deepest_penetration_m=checks.deepest_penetration_m,
                      self_intersections=checks.self_intersections,
                      collider_crossings=checks.collider_crossings)

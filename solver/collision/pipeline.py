@@ -18,7 +18,7 @@ Then x1 = x0 + h·u. Hard-pinned vertices never move; collider points have infin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -57,23 +57,29 @@ SELF_CONTACTS_IN_SOLVE = False
 class CollisionStats:
     """What the collision pipeline did over some steps (summed by ``add``).
 
+    ``pushed``, ``collisions``, ``impact_zones`` and ``strain_rounds`` count how often the
+    fail-safes after the step fired.
+
     Attributes:
-        contacts: proximity contacts handled (vertex–collider, vertex–face, edge–edge).
+        contacts: proximity contacts found (vertex–collider, vertex–face, edge–edge), whether
+            or not they needed a push.
+        pushed: cloth vertices whose path the proximity pass changed.
         collisions: continuous collisions handled.
         impact_zones: rigid zones formed.
         unresolved: collisions left when the step gave up (should stay 0).
+        strain_rounds: strain-limiter passes repeated after the pipeline's pushes.
     """
 
     contacts: int = 0
+    pushed: int = 0
     collisions: int = 0
     impact_zones: int = 0
     unresolved: int = 0
+    strain_rounds: int = 0
 
     def add(self, other: "CollisionStats") -> None:
-        self.contacts += other.contacts
-        self.collisions += other.collisions
-        self.impact_zones += other.impact_zones
-        self.unresolved += other.unresolved
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 @dataclass(frozen=True)
@@ -189,6 +195,7 @@ class CollisionHandler:
             apply_contacts(idx, rec, U, W, im, h, PROXIMITY_PASSES,
                            SETTLED * float(rec[:, GAP].min()) / h)
             pushed = np.any(U != before, axis=1).astype(np.uint8)
+            stats.pushed += int(pushed[:V].sum())
 
         # 2. continuous collisions. The proximity pass found the mesh pairs that touch on the
         # path it was given; of those, the pairs the pushes left alone keep that answer and only

@@ -123,6 +123,7 @@ class ClothSolver:
                 # (docs/solver.md, "Repeated resolves").
                 moved = None if stats.unresolved else np.any(self.x != before, axis=1)
                 stats = c.resolve(x_start, self.x, self.v, self.inv_mass, h, c0, c1, moved)
+                stats.strain_rounds = 1
                 self.collision_stats.add(stats)
         return touched
 
