@@ -84,6 +84,11 @@ class Probe:
     def reset(self) -> None:
         self.last, self.worst = time.perf_counter(), 0.0
 
+    def exclude(self) -> None:
+        """After this session's own work on the main thread (comparing meshes, screenshots):
+        not counted as a block."""
+        self.last = time.perf_counter()
+
 
 def build():
     for o in list(bpy.data.objects):
@@ -187,6 +192,8 @@ def steps():
     frame_view(view3d)
     yield 0.5
     props.spaces[0].context = "PHYSICS"
+    if SHOTS is not None:
+        press("ESC")  # the splash screen
     yield 0.5
     probe = Probe()
     yield 0.2
@@ -210,12 +217,20 @@ def steps():
                           finished=not job.running and sheet.cloth_solver.is_baked,
                           max_difference=float(np.abs(live - solver_local).max()),
                           modifiers=[m.name for m in sheet.modifiers])
+    probe.exclude()
     if SHOTS is not None:
         SHOTS.mkdir(parents=True, exist_ok=True)
+        region = next(r for r in props.regions if r.type == "WINDOW")
+        with bpy.context.temp_override(window=bpy.context.window_manager.windows[0],
+                                       area=props, region=region):
+            for _ in range(6):  # down to the Bake sub-panel
+                bpy.ops.view2d.scroll_down(page=True)
+        yield 0.5
         with window_context():
             bpy.ops.screen.screenshot(filepath=str(SHOTS / "bake_in_progress.png"))
         with window_context(props):
             bpy.ops.screen.screenshot_area(filepath=str(SHOTS / "bake_panel_running.png"))
+        probe.exclude()
     job.runner.allow(None)
     yield from until(lambda: not jobs())
     RESULT["first bake"] = dict(wall_s=time.perf_counter() - t0, worst_block_s=probe.worst,
