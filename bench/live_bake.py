@@ -129,7 +129,7 @@ def main() -> None:
                                            n, args.frames)
                 runs[name]["session_s"] = round(time.perf_counter() - t, 1)
             runs["n"] = n
-            out["wheels"][version] = runs
+            out["wheels"][f"bpy_{version.replace('.', '_')}"] = runs  # no dot: docs' paths
             print(version, json.dumps(runs), flush=True)
     if not args.skip_window:
         user, cache = work / "user", work / "numba"

@@ -52,6 +52,13 @@ def test_a_disk_cache_bake_round_trips_bit_for_bit_through_the_mesh_cache_modifi
         np.testing.assert_allclose(frames[i], keys[i], atol=2e-6)  # the same bake as keys
     status = addon().cloth_addon.bake_status.status(obj, bpy.context.scene)
     assert status == ("BAKED", "Baked frames 1-6 (implicit)")
+    # what Blender shows is the solver's own positions, as float32 object-local coordinates
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    job.run()
+    c, to_local = job.groups[0].cloths[0], addon().cloth_addon.mesh_io.to_local
+    for i, f in enumerate(range(1, 7)):
+        solver_local = to_local(job.groups[0].frames[i], c.matrices[i]).astype(np.float32)
+        np.testing.assert_array_equal(_evaluated_local(obj, f), solver_local)
     # saved and reopened: the modifier finds the file relative to the .blend
     bpy.ops.wm.save_mainfile()
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot.blend"))
