@@ -267,6 +267,16 @@ def _end_worker() -> None:
 
 # ---- the worker's side ----
 
+def _spare_a_core(ceiling: int | None, cores: int) -> int | None:
+    """The kernels' thread count leaves a core to Blender's UI (its main thread, and the
+    drawing a software OpenGL does on the CPU), as the bake's thread inside Blender does
+    (runner._spare_a_core): on two cores, kernels on both and the UI took turns on the core a
+    barrier waited for."""
+    if cores < 2:
+        return ceiling
+    return min(cores - 1, cores if ceiling is None else ceiling)
+
+
 def serve(expect: str) -> None:
     """The worker process's loop: commands from stdin, messages to stdout, until stdin closes.
     ``expect``: Blender's solver.warmup.stamp() (its Python, numba, numpy and sources)."""
@@ -319,7 +329,7 @@ def serve(expect: str) -> None:
         tasks, gate, ceiling = command
         try:
             from ..solver import set_thread_ceiling
-            set_thread_ceiling(ceiling)
+            set_thread_ceiling(_spare_a_core(ceiling, os.cpu_count() or 1))
         except Exception:  # never stop a bake over its thread count
             traceback.print_exc()
         runner.run_tasks(tasks, post, gate, keep_steppers=False)

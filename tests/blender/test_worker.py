@@ -108,3 +108,9 @@ def test_a_knit_bakes_in_the_worker_as_inside_blender():
     summary = job.run()
     assert summary.models == ["yarn"] and any("closest yarns" in n for n in summary.notes)
     np.testing.assert_array_equal(_frames(job), _frames(inside))
+
+
+def test_the_worker_leaves_a_core_to_blender_within_the_threads_setting():
+    spare = _worker()._spare_a_core
+    assert spare(None, 8) == 7 and spare(4, 8) == 4 and spare(8, 8) == 7
+    assert spare(None, 2) == 1 and spare(None, 1) is None and spare(3, 1) == 3
