@@ -132,7 +132,8 @@ def summary(seconds, steps, checks, frames, extra=None) -> dict:
 
 # ------------------------------------------------------------------ our solver
 
-FAILSAFES = ("proximity_pushes", "continuous_collisions", "impact_zones", "strain_rounds")
+FAILSAFES = ("proximity_pushes", "continuous_collisions", "impact_zones", "strain_rounds",
+             "solve_contacts", "contact_sets")
 
 
 def run_ours(spec, budget: float) -> dict:

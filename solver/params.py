@@ -252,6 +252,12 @@ class SolverSettings:
         "doc": "implicit: relax quasi-statically to equilibrium instead of simulating dynamics"})
     self_collision: bool = field(default=False, metadata={
         "doc": "keep the cloth from passing through itself"})
+    contact_energy: bool = field(default=True, metadata={
+        "doc": "implicit: contacts between layers of cloth and against collider meshes act "
+        "inside the solve, as energies on both sides of each pair, on a set of pairs kept "
+        "from step to step; the collision pipeline after the step stays as the fail-safe "
+        "(off: the pipeline alone keeps them apart; docs/solver.md, \"Contact inside the "
+        "solve\")"})
     preconditioner: str = field(default="incomplete_cholesky", metadata={
         "choices": PRECONDITIONER_NAMES,
         "doc": "implicit: PCG preconditioner: block Jacobi, incomplete Cholesky IC(0) "

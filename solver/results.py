@@ -24,10 +24,13 @@ class FrameReport:
     potential_energy_j: float
     collision_pairs: int = 0            # proximity contacts + continuous collisions handled
     impact_zones: int = 0               # rigid impact zones formed (the last-resort fail-safe)
-    # how often the fail-safes after each step fired (collision/pipeline.py, CollisionStats)
+    # how often the fail-safes after each step fired, and the contact the implicit solve held
+    # itself (collision/pipeline.py, CollisionStats)
     proximity_pushes: int = 0           # cloth vertices the proximity pass moved after the steps
     continuous_collisions: int = 0      # continuous collisions stopped after the steps
     strain_rounds: int = 0              # strain-limit passes repeated after those pushes
+    solve_contacts: int = 0             # contact pairs pressing at the steps' solved ends
+    contact_sets: int = 0               # contact sets searched (else the last one reused)
     deepest_penetration_m: float = 0.0  # deepest vertex inside a sphere/plane/solid mesh
     self_intersections: int = 0         # intersecting cloth triangle pairs (no shared vertex)
     collider_crossings: int = 0         # intersecting cloth/collider-mesh triangle pairs
@@ -94,7 +97,7 @@ class SimulationResult:
                 "collision_pairs": int(sum(f.collision_pairs for f in self.frames)),
                 **{k: int(sum(getattr(f, k) for f in self.frames)) for k in (
                     "impact_zones", "proximity_pushes", "continuous_collisions",
-                    "strain_rounds")},
+                    "strain_rounds", "solve_contacts", "contact_sets")},
                 "deepest_penetration_m": max((f.deepest_penetration_m for f in self.frames),
                                              default=0.0),
                 "max_self_intersections": max((f.self_intersections for f in self.frames),

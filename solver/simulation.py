@@ -108,6 +108,7 @@ def frame_report(frame: int, wall: float, solver: ClothSolver, info, gravity,
         extra = dict(collision_pairs=stats.contacts + stats.collisions,
                      impact_zones=stats.impact_zones, proximity_pushes=stats.pushed,
                      continuous_collisions=stats.collisions, strain_rounds=stats.strain_rounds,
+                     solve_contacts=stats.solve_contacts, contact_sets=stats.contact_sets,
                      deepest_penetration_m=checks.deepest_penetration_m,
                      self_intersections=checks.self_intersections,
                      collider_crossings=checks.collider_crossings)

@@ -97,5 +97,5 @@ def test_two_pieces_crossing_each_other_end_in_layers():
     top, tilted = r.positions[1, :121], r.positions[1, 121:]
     under = (np.abs(tilted[:, 0]) < 0.09) & (np.abs(tilted[:, 1]) < 0.09)
     above = griddata(top[:, :2], top[:, 2], tilted[under, :2], method="linear")
-    assert under.sum() > 80 and np.isfinite(above).all()
+    assert under.sum() > 75 and np.isfinite(above).all()  # of the 81 that start there
     assert (tilted[under, 2] < above).all()

@@ -10,6 +10,15 @@ Node n covers the leaf slots first[n]..last[n]; leaf slot s holds primitive orde
 come before their children, so a reverse sweep refits bottom-up. Queries run one traversal per
 query leaf in parallel and write into fixed-capacity per-chunk buffers that are compacted in
 chunk order, so the pair lists are identical for any thread count.
+
+Normal cones ([Volino1994], [Provot1997]): a self query may skip the pairs inside *flat* nodes:
+nodes whose triangles form one edge-connected patch (known from the mesh once, at build) and
+whose normals lie within FLAT_CONE of a common axis (from the refit's positions). Such a patch
+is a height field over a plane, so its triangles come near each other only where they are
+neighbours in the mesh: it cannot touch itself without folding, which widens its cone. The
+contour condition of the exact criterion (the patch's border does not overlap itself seen along
+the axis) is not tested, so only the implicit solve's contact set (contact_pairs.py) culls, never
+the collision pipeline, whose continuous test keeps the no-crossing guarantee.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from .._jit import njit, prange
 
 _STACK = 128        # traversal stack depth (the tree depth is about log2 of the leaf count)
 _CHUNKS = 64        # work units of a parallel query (fixed: keeps the output order fixed)
+FLAT_CONE = np.radians(60.0)  # half-angle of a flat node's normal cone (module docstring)
 
 
 @njit
@@ -78,6 +88,84 @@ def _build(centres):
 
 
 @njit
+def _find(parent, i):
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+@njit
+def connected_nodes(left, first, last, order, neighbours):
+    """(N,) bool: the node's triangles form one patch through shared edges; neighbours (T, 3)
+    are each triangle's edge neighbours (−1 padded)."""
+    T = order.shape[0]
+    slot = np.empty(T, np.int64)
+    for s in range(T):
+        slot[order[s]] = s
+    out = np.zeros(left.shape[0], np.bool_)
+    parent = np.arange(T)
+    for node in range(left.shape[0]):
+        a, b = first[node], last[node]
+        if a == b:
+            out[node] = True
+            continue
+        for s in range(a, b + 1):
+            parent[order[s]] = order[s]
+        groups = b - a + 1
+        for s in range(a, b + 1):
+            t = order[s]
+            for k in range(3):
+                u = neighbours[t, k]
+                if u < 0 or slot[u] < a or slot[u] > b:
+                    continue
+                rt, ru = _find(parent, t), _find(parent, u)
+                if rt != ru:
+                    parent[rt] = ru
+                    groups -= 1
+        out[node] = groups == 1
+    return out
+
+
+@njit
+def normal_cones(left, right, first, order, tris, x, axis, half):
+    """Each node's normal cone from triangle normals at x: unit axis (N, 3) and half-angle
+    (N,) [rad] (π where the normals do not fit in a cone narrower than a hemisphere)."""
+    for node in range(left.shape[0] - 1, -1, -1):
+        a = left[node]
+        if a < 0:
+            t = order[first[node]]
+            p, q, r = tris[t, 0], tris[t, 1], tris[t, 2]
+            ux, uy, uz = x[q, 0] - x[p, 0], x[q, 1] - x[p, 1], x[q, 2] - x[p, 2]
+            vx, vy, vz = x[r, 0] - x[p, 0], x[r, 1] - x[p, 1], x[r, 2] - x[p, 2]
+            nx, ny, nz = uy * vz - uz * vy, uz * vx - ux * vz, ux * vy - uy * vx
+            ln = np.sqrt(nx * nx + ny * ny + nz * nz)
+            if ln > 0.0:
+                axis[node, 0], axis[node, 1], axis[node, 2] = nx / ln, ny / ln, nz / ln
+                half[node] = 0.0
+            else:
+                axis[node, :] = 0.0
+                half[node] = np.pi
+            continue
+        b = right[node]
+        sx = axis[a, 0] + axis[b, 0]
+        sy = axis[a, 1] + axis[b, 1]
+        sz = axis[a, 2] + axis[b, 2]
+        ls = np.sqrt(sx * sx + sy * sy + sz * sz)
+        if ls < 1e-9 or half[a] >= np.pi or half[b] >= np.pi:
+            axis[node, :] = 0.0
+            half[node] = np.pi
+            continue
+        sx, sy, sz = sx / ls, sy / ls, sz / ls
+        wide = 0.0
+        for c in (a, b):
+            dot = max(-1.0, min(1.0, sx * axis[c, 0] + sy * axis[c, 1] + sz * axis[c, 2]))
+            wide = max(wide, np.arccos(dot) + half[c])
+        axis[node, 0], axis[node, 1], axis[node, 2] = sx, sy, sz
+        half[node] = min(wide, np.pi)
+
+
+@njit
 def refit(left, right, first, order, prim_lo, prim_hi, lo, hi):
     """Node boxes from primitive boxes (P, 3) into lo, hi (N, 3), children before parents."""
     for node in range(left.shape[0] - 1, -1, -1):
@@ -116,8 +204,8 @@ def _overlap(alo, ahi, i, blo, bhi, j):
 
 
 @njit(parallel=True)
-def _query(q_order, q_lo, q_hi, left, right, first, last, order, lo, hi, self_query, cap,
-           out, counts):
+def _query(q_order, q_lo, q_hi, left, right, first, last, order, lo, hi, self_query, flat,
+           cap, out, counts):
     """For every query primitive, the tree primitives whose boxes overlap its box.
 
     With self_query the query and the tree are the same tree (q_order = order) and each
@@ -140,6 +228,8 @@ def _query(q_order, q_lo, q_hi, left, right, first, last, order, lo, hi, self_qu
                 node = stack[top]
                 if self_query and last[node] <= slot:
                     continue
+                if flat.shape[0] and flat[node] and first[node] <= slot:
+                    continue  # a flat patch holding the query: none of its pairs (see above)
                 if not _overlap(q_lo, q_hi, qp, lo, hi, node):
                     continue
                 a = left[node]
@@ -180,6 +270,7 @@ class TriangleTree:
 
     def __init__(self, tris: np.ndarray, positions: np.ndarray):
         self.tris = np.ascontiguousarray(tris, dtype=np.int64)
+        self._connected = None  # per node, built on the first culled query
         centres = positions[self.tris].mean(axis=1) if len(self.tris) else np.zeros((0, 3))
         (self.left, self.right, self.first, self.last,
          self.order) = _build(np.ascontiguousarray(centres))
@@ -189,6 +280,7 @@ class TriangleTree:
         self.lo = np.zeros((len(self.left), 3))
         self.hi = np.zeros((len(self.left), 3))
         self._cap = 256
+        self._no_flat = np.zeros(0, np.bool_)
 
     def __len__(self) -> int:
         return len(self.tris)
@@ -201,9 +293,40 @@ class TriangleTree:
         refit(self.left, self.right, self.first, self.order, self.prim_lo, self.prim_hi,
               self.lo, self.hi)
 
-    def self_pairs(self) -> np.ndarray:
-        """Unordered pairs (i, j), i ≠ j, of triangles whose boxes overlap, (K, 2)."""
-        return self._run(self, True)
+    def self_pairs(self, cull_flat_at: np.ndarray | None = None) -> np.ndarray:
+        """Unordered pairs (i, j), i ≠ j, of triangles whose boxes overlap, (K, 2); with
+        ``cull_flat_at`` (positions (N, 3) [m]) not those inside flat patches there (module
+        docstring)."""
+        if cull_flat_at is None:
+            return self._run(self, True)
+        return self._run(self, True, flat=self.flat_nodes(cull_flat_at))
+
+    def flat_nodes(self, x: np.ndarray) -> np.ndarray:
+        """(N,) bool: nodes that are one edge-connected patch with a normal cone narrower than
+        FLAT_CONE at positions x (N, 3) [m]."""
+        if self._connected is None:
+            from ..topology import unique_edges
+            T = len(self.tris)
+            sides = np.stack([self.tris, np.roll(self.tris, -1, axis=1)], axis=2).reshape(-1, 2)
+            _, edge = unique_edges(sides)
+            edge = edge.reshape(-1)
+            tri = np.repeat(np.arange(T), 3)
+            order = np.lexsort((tri, edge))
+            e, t = edge[order], tri[order]
+            nb = -np.ones((T, 3), np.int64)
+            fill = np.zeros(T, np.int64)
+            same = np.flatnonzero(e[1:] == e[:-1])  # consecutive triangles of one edge
+            for a, b in zip(t[same], t[same + 1]):
+                if fill[a] < 3 and fill[b] < 3:
+                    nb[a, fill[a]], nb[b, fill[b]] = b, a
+                    fill[a] += 1
+                    fill[b] += 1
+            self._connected = connected_nodes(self.left, self.first, self.last, self.order, nb)
+        axis = np.zeros((len(self.left), 3))
+        half = np.zeros(len(self.left))
+        normal_cones(self.left, self.right, self.first, self.order, self.tris,
+                     np.ascontiguousarray(x, dtype=np.float64), axis, half)
+        return self._connected & (half < FLAT_CONE)
 
     def pairs_with(self, other: "TriangleTree") -> np.ndarray:
         """Pairs (i of self, j of other) of triangles whose boxes overlap, (K, 2)."""
@@ -221,7 +344,7 @@ class TriangleTree:
                          np.ascontiguousarray(hi))
 
     def _run(self, tree: "TriangleTree", self_query: bool, q_order=None, q_lo=None,
-             q_hi=None) -> np.ndarray:
+             q_hi=None, flat=None) -> np.ndarray:
         """Pairs of the query primitives (this tree's, or the boxes q_lo, q_hi in q_order)
         with the triangles of ``tree``."""
         if q_order is None:
@@ -232,7 +355,8 @@ class TriangleTree:
         while True:
             out = np.empty((_CHUNKS * self._cap, 2), np.int64)
             _query(q_order, q_lo, q_hi, tree.left, tree.right, tree.first, tree.last,
-                   tree.order, tree.lo, tree.hi, self_query, self._cap, out, counts)
+                   tree.order, tree.lo, tree.hi, self_query,
+                   self._no_flat if flat is None else flat, self._cap, out, counts)
             need = int(counts.max())
             if need <= self._cap:
                 return _compact(out, counts, self._cap)

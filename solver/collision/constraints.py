@@ -70,6 +70,10 @@ class ContactSet:
     def __len__(self) -> int:
         return len(self.vertices)
 
+    def without(self, drop: np.ndarray) -> "ContactSet":
+        """These contacts less the rows where ``drop`` (K,) is True."""
+        return self._rows(~drop) if np.any(drop) else self
+
     def _rows(self, keep: np.ndarray) -> "ContactSet":
         return ContactSet(self.vertices[keep], self.normals[keep], self.target[keep],
                           self.surface_velocity[keep], self.friction[keep], self.stick[keep],

@@ -31,6 +31,10 @@ end normals; docs/solver.md, "Narrow phase"), a separate, known limitation (docs
 "Collisions").
 CONTINUOUS: pairs that touch (within a tolerance) during the linear motion x0 → x1 ask for a
 small positive gap along the normal of the first touch.
+WITHIN (the implicit solve's contact set, contact_pairs.py): every feature pair closer at x0
+than its contact distance plus a margin, except cloth vertices against collider faces (those
+are the solve's constraints), with its closest points and normal at x0 and, in the record's
+velocity slot, its kind (VERTEX_FACE or EDGE_EDGE).
 
 Cost: the swept-box test of each feature pair was most of a pass when it gathered the four
 points' coordinates itself; it now compares boxes computed once per pass for every point,
@@ -50,6 +54,7 @@ from .vector import add, dot, load, norm, scale, sub
 NEARBY = 0
 CONTINUOUS = 1
 REPULSION = 2
+WITHIN = 3
 
 FOUND, COLLIDES = 1, 2  # _test's flags
 
@@ -139,9 +144,10 @@ def _distance_lower_bound(kind, a, b, c, d):
                                                              + norm(sub(d, c)))
 
 
-@njit(inline="always")
+@njit(fastmath=False)
 def _ahead(w0, w1, w2, w3, nx, ny, nz, a, b, c, d):
-    """n · Σ w·x: separation of the points with weights w along n [m]."""
+    """n · Σ w·x: separation of the points with weights w along n [m] (without fastmath, as
+    _start_normal)."""
     return (nx * (w0 * a[0] + w1 * b[0] + w2 * c[0] + w3 * d[0])
             + ny * (w0 * a[1] + w1 * b[1] + w2 * c[1] + w3 * d[1])
             + nz * (w0 * a[2] + w1 * b[2] + w2 * c[2] + w3 * d[2]))
@@ -158,7 +164,20 @@ def _write(out, w0, w1, w2, w3, nx, ny, nz, s0, want, mu):
     out[10] = out[11] = out[12] = 0.0
 
 
-@njit
+@njit(fastmath=False)
+def _start_normal(kind, sep, tol, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1, d1):
+    """Unit vector from the second primitive's closest point to the first's at the start (the
+    separation sep [m] between them); where they touch, contact_normal's direction. Without
+    fastmath: with contraction allowed, code compiled fresh and loaded from numba's cache
+    rounded it differently (docs/solver.md, "fastmath policy")."""
+    if sep > 1e-3 * tol:
+        return ((w0 * a0[0] + w1 * b0[0] + w2 * c0[0] + w3 * d0[0]) / sep,
+                (w0 * a0[1] + w1 * b0[1] + w2 * c0[1] + w3 * d0[1]) / sep,
+                (w0 * a0[2] + w1 * b0[2] + w2 * c0[2] + w3 * d0[2]) / sep)
+    return contact_normal(kind, 0.0, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1, d1, tol)
+
+
+@njit(fastmath=False)
 def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist, tol, mu,
           pad, moved, h_out, c_out):
     """One feature pair whose swept boxes are within pad [m] (the caller's filter). Returns
@@ -186,6 +205,14 @@ def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist
             return 0
     d2, w0, w1, w2, w3 = gap(kind, 0.0, a0, b0, c0, d0, a1, b1, c1, d1)
     sep = np.sqrt(d2)  # distance at the start
+    if mode == WITHIN:
+        if sep > pad:
+            return 0
+        nx, ny, nz = _start_normal(kind, sep, tol, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1,
+                                   d1)
+        _write(h_out, w0, w1, w2, w3, nx, ny, nz, sep, dist, mu)
+        h_out[UX] = kind
+        return FOUND
     # Continuous test: the closest points move apart or together at most by the largest
     # relative motion of a point of one primitive against a point of the other, so a pair
     # farther apart at the start cannot touch (and skips the cubic).
@@ -205,13 +232,7 @@ def _test(mode, with_ccd, kind, i0, i1, i2, i3, x0, x1, inv_mass, collider, dist
                 flags = FOUND if mode == CONTINUOUS else COLLIDES
     if mode == CONTINUOUS:
         return flags
-    if sep > 1e-3 * tol:
-        nx = (w0 * a0[0] + w1 * b0[0] + w2 * c0[0] + w3 * d0[0]) / sep
-        ny = (w0 * a0[1] + w1 * b0[1] + w2 * c0[1] + w3 * d0[1]) / sep
-        nz = (w0 * a0[2] + w1 * b0[2] + w2 * c0[2] + w3 * d0[2]) / sep
-    else:
-        nx, ny, nz = contact_normal(kind, 0.0, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1, d1,
-                                    tol)
+    nx, ny, nz = _start_normal(kind, sep, tol, w0, w1, w2, w3, a0, b0, c0, d0, a1, b1, c1, d1)
     want = dist
     if mode == REPULSION and collider and not touches:
         e2, v0, v1, v2, v3 = gap(kind, 0.0, a1, b1, c1, d1, a1, b1, c1, d1)
@@ -256,8 +277,8 @@ def _keep(flags, i0, i1, i2, i3, h, c, out_i, out_f, n, cout_i, cout_f, m, base,
 
 @njit(parallel=True)
 def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass, group,
-             weld, self_gap, self_mu, group_gap, group_mu, moved, point_box, tri_box, edge_box,
-             cap, out_i, out_f, counts, cout_i, cout_f, ccounts):
+             weld, self_gap, self_mu, group_gap, group_mu, margin, moved, point_box, tri_box,
+             edge_box, cap, out_i, out_f, counts, cout_i, cout_f, ccounts):
     P = pairs.shape[0]
     per = (P + _CHUNKS - 1) // _CHUNKS
     for c in prange(_CHUNKS):
@@ -274,12 +295,14 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
             tol = max(0.1 * dist, MIN_DISTANCE)  # as ccd_tolerance
             # the continuous test's pad, tol, is at most the proximity one's (dist), so what
             # the proximity pass's filters reject the continuous test would reject as well
-            pad = tol if mode == CONTINUOUS else dist
+            pad = tol if mode == CONTINUOUS else dist + margin
             for side in range(2):
                 S, F = (A, B) if side == 0 else (B, A)
                 f0, f1, f2 = tris[F, 0], tris[F, 1], tris[F, 2]
                 if mode == NEARBY and (group[f0] < 0 or group[tris[S, 0]] >= 0):
                     continue  # the prediction wants cloth vertices against collider faces
+                if mode == WITHIN and group[f0] >= 0 and group[tris[S, 0]] < 0:
+                    continue  # cloth vertices against collider faces: the solve's constraints
                 w0, w1, w2 = weld[f0], weld[f1], weld[f2]
                 for k in range(3):
                     v = own_v[S, k]
@@ -406,11 +429,12 @@ class PairTester:
         self._every = np.zeros(0, np.bool_)  # "every triangle"
 
     def run(self, mode: int, pairs: np.ndarray, x0: np.ndarray, x1: np.ndarray,
-            inv_mass: np.ndarray, moved: np.ndarray | None = None
+            inv_mass: np.ndarray, moved: np.ndarray | None = None, margin: float = 0.0
             ) -> tuple[np.ndarray, np.ndarray]:
         """Contacts (idx (K, 4), records (K, RECORD)) among the candidate triangle pairs; with
-        moved (N,) uint8 flags, only feature pairs that have a flagged point."""
-        return self._run(mode, False, pairs, x0, x1, inv_mass, moved)[0]
+        moved (N,) uint8 flags, only feature pairs that have a flagged point; margin [m]: how
+        much farther than its contact distance a WITHIN pair may be."""
+        return self._run(mode, False, pairs, x0, x1, inv_mass, moved, margin)[0]
 
     def run_with_collisions(self, pairs: np.ndarray, x0: np.ndarray, x1: np.ndarray,
                             inv_mass: np.ndarray, moved: np.ndarray | None = None):
@@ -419,7 +443,7 @@ class PairTester:
         filters and start distance, so this costs little more than the proximity pass alone."""
         return self._run(REPULSION, True, pairs, x0, x1, inv_mass, moved)
 
-    def _run(self, mode, with_ccd, pairs, x0, x1, inv_mass, moved):
+    def _run(self, mode, with_ccd, pairs, x0, x1, inv_mass, moved, margin=0.0):
         none = (np.zeros((0, 4), np.int64), np.zeros((0, RECORD)))
         used = self._every
         if moved is None:
@@ -443,7 +467,8 @@ class PairTester:
                 if with_ccd else (out_i[:0], out_f[:0])
             _collect(mode, with_ccd, pairs, self.tris, self.own_v, self.own_e, self.edges, x0,
                      x1, inv_mass, self.group, self.weld, self.self_gap, self.self_mu,
-                     self.group_gap, self.group_mu, moved, *boxes, self._cap, out_i, out_f,
+                     self.group_gap, self.group_mu, float(margin), moved, *boxes, self._cap,
+                     out_i, out_f,
                      counts, cout_i, cout_f, ccounts)
             need = int(max(counts.max(), ccounts.max()))
             if need <= self._cap:

@@ -58,7 +58,9 @@ class CollisionStats:
     """What the collision pipeline did over some steps (summed by ``add``).
 
     ``pushed``, ``collisions``, ``impact_zones`` and ``strain_rounds`` count how often the
-    fail-safes after the step fired.
+    fail-safes after the step fired; ``solve_contacts`` and ``contact_sets`` the implicit
+    solve's own contact (forces/contact.py), which should carry the work so that they rarely
+    do.
 
     Attributes:
         contacts: proximity contacts found (vertex–collider, vertex–face, edge–edge), whether
@@ -68,6 +70,9 @@ class CollisionStats:
         impact_zones: rigid zones formed.
         unresolved: collisions left when the step gave up (should stay 0).
         strain_rounds: strain-limiter passes repeated after the pipeline's pushes.
+        solve_contacts: contact pairs pressing at the end of the implicit solve, summed over
+            steps.
+        contact_sets: contact sets found (collision/contact_pairs.py; reused otherwise).
     """
 
     contacts: int = 0
@@ -76,6 +81,8 @@ class CollisionStats:
     impact_zones: int = 0
     unresolved: int = 0
     strain_rounds: int = 0
+    solve_contacts: int = 0
+    contact_sets: int = 0
 
     def add(self, other: "CollisionStats") -> None:
         for f in fields(self):

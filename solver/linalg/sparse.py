@@ -208,3 +208,75 @@ def copy_blocks(out, blocks, slots):
         for r in range(3):
             for c in range(3):
                 out[slots[i], r, c] = blocks[slots[i], r, c]
+
+
+@dataclass(frozen=True)
+class ExtendedPattern:
+    """A pattern with extra vertex couplings (contacts between vertices that share no element)
+    and where the original pattern's blocks go in it.
+
+    Attributes:
+        asm: the extended pattern (its block_slot is empty: elements assemble into the
+            original pattern).
+        base_slot: (nnzb,) each original slot's slot in ``asm``.
+        key: the couplings' (row·V + column) keys, sorted: equal keys mean equal patterns.
+    """
+
+    asm: Assembly
+    base_slot: np.ndarray
+    key: np.ndarray
+
+    def slots(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The slots of blocks (rows[i], cols[i]) in ``asm`` (they must be in it), −1 where a
+        row or column is −1."""
+        ok = (rows >= 0) & (cols >= 0)
+        out = _slots_of(self.asm.row_ptr, self.asm.col, np.where(ok, rows, 0),
+                        np.where(ok, cols, 0))
+        return np.where(ok, out, -1)
+
+
+@njit(parallel=True)
+def _slots_of(row_ptr, col, rows, cols):
+    """Slot of each block (rows[i], cols[i]) of a CSR pattern (binary search in the row)."""
+    out = np.empty(rows.shape[0], np.int64)
+    for i in prange(rows.shape[0]):
+        lo, hi = row_ptr[rows[i]], row_ptr[rows[i] + 1]
+        c = cols[i]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if col[mid] < c:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+    return out
+
+
+def extend_pattern(asm: Assembly, pairs: np.ndarray) -> ExtendedPattern:
+    """``asm`` with the blocks (i, j) and (j, i) of every vertex pair (P, 2) added."""
+    V = len(asm.row_ptr) - 1
+    rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(asm.row_ptr))
+    base = rows * V + asm.col
+    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    extra = np.unique(np.concatenate([p[:, 0] * V + p[:, 1], p[:, 1] * V + p[:, 0]]))
+    keys = np.union1d(base, extra)
+    row, col = keys // V, keys % V
+    row_ptr = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=V), out=row_ptr[1:])
+    diag = np.searchsorted(keys, np.arange(V, dtype=np.int64) * (V + 1))
+    ext = Assembly(row_ptr, col.astype(np.int64), diag.astype(np.int64), np.zeros(0, np.int64))
+    return ExtendedPattern(ext, np.searchsorted(keys, base).astype(np.int64), extra)
+
+
+@njit(parallel=True)
+def scatter_blocks(blocks, base_slot, out):
+    """out = 0, then out[base_slot[p]] = blocks[p] (each target slot once)."""
+    for p in prange(out.shape[0]):
+        for r in range(3):
+            for c in range(3):
+                out[p, r, c] = 0.0
+    for p in prange(blocks.shape[0]):
+        s = base_slot[p]
+        for r in range(3):
+            for c in range(3):
+                out[s, r, c] = blocks[p, r, c]

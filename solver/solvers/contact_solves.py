@@ -64,14 +64,21 @@ class ContactSolves:
         start = {k: getattr(solver, k) for k in self._state}
         x0, mass = solver.x, solver.model.mass
         v_pred = solver.v + h * solver.gravity
+        # vertices lying on another layer are held by the solve's cloth–cloth contact instead
+        # (ImplicitSolver.shielded)
+        shield = getattr(solver, "shielded", None)
         found = c.contact_constraints(x0, v_pred, solver.inv_mass, h, c0, c1, near=CONTACT_NEAR,
                                       touch=CONTACT_TOUCH, released=self._released)
+        if shield is not None:
+            found = found.without(shield(found))
         found.inherit(self._last, v_pred, mass)
         self.current = found if len(found) else None
         iters = solve()
         for _ in range(CONTACT_SOLVES - 1):
             solved = (solver.x - x0) / h
             reached = c.contact_constraints(x0, solved, solver.inv_mass, h, c0, c1)
+            if shield is not None:
+                reached = reached.without(shield(reached))
             reached.estimate_modes(solved, mass)
             current = None if self.current is None \
                 else self.current.update(solver.v, mass, release=False)[0]

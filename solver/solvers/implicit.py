@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..collision.contact_pairs import FRICTION_SPEED, ContactPairs, ContactState, shielded
 from ..forces.bending import bending_terms
+from ..forces.contact import add_pair_blocks, contact_terms
 from ..forces.membrane import membrane_terms
 from ..linalg.cg import dot3, mpcg
 from ..linalg.deflation import RecycledSpace
 from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.preconditioner import BlockJacobi, LaggedFactor
-from ..linalg.sparse import add_scaled_identity, copy_blocks
+from ..linalg.sparse import add_scaled_identity, copy_blocks, extend_pattern, scatter_blocks
 from ..model import ClothModel
 from ..params import SolverSettings
 from ..system import ForceSystem
@@ -49,7 +51,8 @@ class ImplicitSolver(ClothSolver):
     """Implicit Baraff–Witkin cloth (see module docstring)."""
 
     name = "implicit"
-    carried = ("contacts", "recycled")  # the contacts' history and the deflation space
+    # the collider contacts' history, the deflation space and the contact set
+    carried = ("contacts", "recycled", "contact_state")
 
     def __init__(self, model: ClothModel, settings: SolverSettings, gravity: np.ndarray):
         settings = settings.resolved()  # the quality's values where the settings leave them
@@ -77,6 +80,7 @@ class ImplicitSolver(ClothSolver):
             self._factor_input = self.system.J_factor
         else:
             self._factor_input = self.A
+        self._precond_kind = kind
         self.precond = kind(self.system.asm, self.fixed)
         # The PCG's products are memory-bound: float32 products halve their time, and move the
         # result less than the CG tolerance does. A reused factor's point is an exact solve:
@@ -92,6 +96,18 @@ class ImplicitSolver(ClothSolver):
         self.contacts = ContactSolves(state=("x", "v"))
         self.recycled = RecycledSpace(settings.recycled_corrections)
         self.newton_count = 0  # Newton iterations so far (a contact re-solve's count too)
+        # Contact as an energy of the solve (forces/contact.py): the set carried across steps,
+        # the finder (built on first use: the collisions are attached after construction),
+        # the step's pairs and the matrix pattern extended by their couplings
+        self.contact_state = ContactState()
+        self._finder: ContactPairs | None = None
+        self._pairs = None
+        self._pair_H = None
+        self._pressing = 0  # pairs pressing (d < d̂) at the last evaluation
+        self._colliders_end = None  # (end positions, velocities) of the collider points
+        # (the set's pairs, ExtendedPattern, their slots (S, 16), preconditioner, A, its matrix)
+        self._extended = None
+        self._pair_slots = None  # the step's pairs' slots in it (K, 16)
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -104,20 +120,21 @@ class ImplicitSolver(ClothSolver):
     def _solve(self, key, x) -> int:
         """Δv from A·Δv = rhs; ``key`` identifies the kind of matrix (a factor made for another
         key is refreshed first)."""
-        st, pc = self.settings, self.precond
-        if not (np.isfinite(self.rhs).all() and np.isfinite(self.A).all()):
+        st = self.settings
+        asm, A, F, pc = self._system_with_contacts()
+        if not (np.isfinite(self.rhs).all() and np.isfinite(A).all()):
             raise BlowUpError("non-finite forces or stiffness in the implicit solve")
         before = pc.factorizations
-        pc.refresh(self._factor_input, key, x, self.filt)
+        pc.refresh(F, key, x, self.filt)
         guess = self.dv.copy()
-        blocks = self.A.astype(self._product_dtype, copy=False)
-        deflation = self.recycled.deflation(self.system.asm, blocks, self.filt)
-        args = (self.system.asm, blocks, self.rhs, self.filt, self.z, pc, self._weights,
+        blocks = A.astype(self._product_dtype, copy=False)
+        deflation = self.recycled.deflation(asm, blocks, self.filt)
+        args = (asm, blocks, self.rhs, self.filt, self.z, pc, self._weights,
                 st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype, deflation)
         it, res = mpcg(*args)
         if res > st.cg_tolerance and pc.factorizations == before:
             pc.stale = True  # a stale factor failed to converge: refactor and solve again
-            pc.refresh(self._factor_input, key, x, self.filt)
+            pc.refresh(F, key, x, self.filt)
             self.dv[:] = guess
             more, res = mpcg(*args)
             it += more
@@ -125,6 +142,73 @@ class ImplicitSolver(ClothSolver):
         self.recycled.remember(self.dv - guess)
         self.last_residual = res
         return it
+
+    def _system_with_contacts(self):
+        """(pattern, A, the preconditioner's matrix, preconditioner) of the solve: the
+        elements' own, or, with contact pairs this step, both matrices on the pattern extended
+        by the pairs' couplings with their blocks added (forces/contact.py)."""
+        if self._pairs is None:
+            return self.system.asm, self.A, self._factor_input, self.precond
+        _, ext, _, pc, A, F = self._extended
+        pairs, slots = self._pairs, self._pair_slots
+        scatter_blocks(self.A, ext.base_slot, A)
+        add_pair_blocks(slots, pairs.w, self._pair_H, A)
+        if F is not A:
+            scatter_blocks(self._factor_input, ext.base_slot, F)
+            add_pair_blocks(slots, pairs.w, self._pair_H, F)
+        return ext.asm, A, F, pc
+
+    def _prepare_contacts(self, h: float, targets: FrameTargets, s0: float, s1: float) -> None:
+        """The step's contact pairs (collision/contact_pairs.py) and, when their couplings
+        changed, the extended matrix pattern and a preconditioner for it."""
+        c = self.collisions
+        self._pairs = None
+        if c is None or self.settings.settle or not self.settings.contact_energy:
+            return
+        if self._finder is None:
+            self._finder = ContactPairs(c)
+        if not self._finder.active:
+            return
+        frame = targets.colliders if targets.colliders is not None else c.colliders.frame(1)
+        c0, c1 = frame.at(s0), frame.at(s1)
+        sets = self.contact_state.rebuilds
+        pairs = self._finder.step(self.contact_state, self.x, self.v + h * self.gravity,
+                                  self.inv_mass, h, c0, c1)
+        self.collision_stats.contact_sets += self.contact_state.rebuilds - sets
+        if pairs is None:
+            return
+        self._pairs = pairs
+        self._pair_H = np.zeros((len(pairs), 3, 3))
+        self._colliders_end = (c1.mesh_positions, (c1.mesh_positions - c0.mesh_positions) / h)
+        # The pattern holds the couplings of every pair of the set, so it (and the
+        # preconditioner built for it) lasts as long as the set; a pair out of reach this step
+        # adds nothing to its blocks.
+        every = self.contact_state.idx
+        if self._extended is None or not np.array_equal(self._extended[0], every):
+            V = self.model.vertex_count
+            a = np.repeat(every, 4, axis=1)   # (S, 16): row point of block (a, b)
+            b = np.tile(every, (1, 4))        # (S, 16): column point
+            inner = (a < V) & (b < V)
+            couple = inner & (a != b)
+            ext = extend_pattern(self.system.asm, np.stack([a[couple], b[couple]], 1))
+            slots = ext.slots(np.where(inner, a, -1).ravel(),
+                              np.where(inner, b, -1).ravel()).reshape(-1, 16)
+            pc = self._precond_kind(ext.asm, self.fixed)
+            if self._extended is not None:  # a factor's shift carries over (IC(0): SHIFT_HOLD)
+                for k in ("_first_shift", "_held"):
+                    if hasattr(pc, k):
+                        setattr(pc, k, getattr(self._extended[3], k))
+            A = np.zeros((len(ext.asm.col), 3, 3), self.A.dtype)
+            F = A if self._factor_input is self.A else np.zeros_like(A)
+            self._extended = (every.copy(), ext, slots, pc, A, F)
+        self._pair_slots = np.ascontiguousarray(self._extended[2][pairs.rows])
+
+    def shielded(self, contacts) -> np.ndarray:
+        """(K,) True for the collider contacts (constraints.ContactSet) of vertices that lie on
+        another layer of cloth this step: the contact energy holds them there, and a collider
+        constraint would prescribe them the lower layer's place (contact_pairs.shielded)."""
+        return shielded(self._pairs, self.model.vertex_count, contacts.vertices,
+                        contacts.normals)
 
     def _substeps_for_self_contact(self, frame_dt: float, n: int) -> int:
         """Substeps for a frame (at least n) so that no edge with an end in self-contact on the
@@ -156,10 +240,13 @@ class ImplicitSolver(ClothSolver):
             if self.settings.settle:
                 iters += self._settle_step(h, hard, soft, wind)
             else:
+                self._prepare_contacts(h, targets, k / n, (k + 1) / n)
                 pin_vel = (targets.hard1 - targets.hard0) / frame_dt
                 iters += self.contacts.step(
                     self, lambda: self._dynamic_step(h, hard, soft, wind, pin_vel), h, targets,
                     k / n, (k + 1) / n)
+                if self._pairs is not None:  # the last evaluation was at the solution
+                    self.collision_stats.solve_contacts += self._pressing
             iters += self._limit_strain(h) if not self.settings.settle else 0
             self._resolve_collisions(x_start, h, targets, k / n, (k + 1) / n)
         self.check_finite()
@@ -193,11 +280,18 @@ class ImplicitSolver(ClothSolver):
         free_w = np.where(self.inv_mass > 0, self.inv_mass, 0.0)[:, None]
 
         jac = (-h * h, -h)  # J = −h²·∂f/∂x − h·∂f/∂v
+        pairs = self._pairs
 
         def residual(v, with_jac=False):
             """h·f(x₁, v) − M(v − ṽ), and its M⁻¹-weighted squared norm; with_jac
             also leaves the Jacobian part of the next solve's matrix in A."""
             s.evaluate(base_x + h * v, v, self.gravity, wind, soft, jac if with_jac else None)
+            if pairs is not None:  # contact pairs: forces and their blocks (forces/contact.py)
+                xc, vc = self._colliders_end
+                self._pressing = contact_terms(
+                    pairs.idx, pairs.w, pairs.n, pairs.dhat, pairs.kappa, pairs.mu, pairs.lam,
+                    FRICTION_SPEED, len(v), base_x + h * v, xc, v, vc, jac[0], jac[1],
+                    with_jac, s.force, self._pair_H)[1]
             r = h * s.force - M * (v - v_tilde)
             rf = r if contacts is None else contacts.tangential(r)  # reactions are not errors
             return r, float(np.sum(free_w * rf * rf))

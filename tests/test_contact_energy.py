@@ -1,0 +1,140 @@
+"""Contact as an energy of the implicit solve (forces/contact.py, collision/contact_pairs.py):
+its forces and matrix blocks against finite differences, and what it does to cloth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver.forces.contact import add_pair_blocks, contact_terms, dissipation
+from solver.linalg.sparse import extend_pattern
+
+
+def _pairs(rng, V, Vc, K):
+    """K random pairs over V cloth and Vc collider points (distinct points per pair)."""
+    idx = np.array([rng.choice(V + Vc, 4, replace=False) for _ in range(K)])
+    idx[:, 0] = rng.integers(0, V, K)  # at least one cloth point
+    idx = np.array([row if len(set(row)) == 4 else np.r_[row[0], rng.choice(
+        [j for j in range(V + Vc) if j != row[0]], 3, replace=False)] for row in idx])
+    b = rng.dirichlet(np.ones(3), K)
+    vf = np.c_[np.ones(K), -b]
+    s, t = rng.uniform(0, 1, K), rng.uniform(0, 1, K)
+    ee = np.c_[1 - s, s, -(1 - t), -t]
+    w = np.where((np.arange(K) % 2 == 0)[:, None], vf, ee)
+    n = rng.normal(size=(K, 3))
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    return idx.astype(np.int64), w, n
+
+
+def _terms(idx, w, n, dhat, kappa, mu, lam, eps, V, x, xc, v, vc, cK=-1.0, cD=-1.0,
+           with_jac=False):
+    f = np.zeros((V, 3))
+    H = np.zeros((len(idx), 3, 3))
+    e, _ = contact_terms(idx, w, n, dhat, kappa, mu, lam, eps, V, x, xc, v, vc, cK, cD,
+                         with_jac, f, H)
+    return e, f, H
+
+
+def _dense(idx, w, H, V):
+    """The pairs' blocks as a dense (3V, 3V) matrix."""
+    out = np.zeros((3 * V, 3 * V))
+    for k in range(len(idx)):
+        for a in range(4):
+            for b in range(4):
+                i, j = idx[k, a], idx[k, b]
+                if i < V and j < V:
+                    out[3 * i:3 * i + 3, 3 * j:3 * j + 3] += w[k, a] * w[k, b] * H[k]
+    return out
+
+
+def test_contact_force_is_minus_the_energy_gradient_and_its_blocks_the_hessian():
+    rng = np.random.default_rng(3)
+    V, Vc, K = 7, 4, 12
+    idx, w, n = _pairs(rng, V, Vc, K)
+    x, xc = rng.normal(scale=0.01, size=(V, 3)), rng.normal(scale=0.01, size=(Vc, 3))
+    sep = np.einsum("kj,kjd->kd", w, np.concatenate([x, xc])[idx])
+    d = np.sum(sep * n, axis=1)
+    dhat = d + rng.uniform(-0.004, 0.004, K)  # about half the pairs active
+    kappa = rng.uniform(1.0, 5.0, K)
+    zero = np.zeros(K)
+    v, vc = np.zeros((V, 3)), np.zeros((Vc, 3))
+    e, f, H = _terms(idx, w, n, dhat, kappa, zero, zero, 1e-3, V, x, xc, v, vc, with_jac=True)
+    assert 0 < np.sum(d < dhat) < K
+    step = 1e-7
+    grad = np.zeros((V, 3))
+    for i in range(V):
+        for c in range(3):
+            xp, xm = x.copy(), x.copy()
+            xp[i, c] += step
+            xm[i, c] -= step
+            grad[i, c] = (_terms(idx, w, n, dhat, kappa, zero, zero, 1e-3, V, xp, xc, v, vc)[0]
+                          - _terms(idx, w, n, dhat, kappa, zero, zero, 1e-3, V, xm, xc, v,
+                                   vc)[0]) / (2 * step)
+    np.testing.assert_allclose(f, -grad, atol=1e-6 * np.abs(f).max())
+    # H holds cK·∂f/∂x + cD·∂f/∂v per unit w_i·w_j (the solve's cK = −h², cD = −h; here −1:
+    # no friction, so the assembled blocks are −∂f/∂x)
+    K_fd = np.zeros((3 * V, 3 * V))
+    for i in range(V):
+        for c in range(3):
+            xp, xm = x.copy(), x.copy()
+            xp[i, c] += step
+            xm[i, c] -= step
+            fp = _terms(idx, w, n, dhat, kappa, zero, zero, 1e-3, V, xp, xc, v, vc)[1]
+            fm = _terms(idx, w, n, dhat, kappa, zero, zero, 1e-3, V, xm, xc, v, vc)[1]
+            K_fd[:, 3 * i + c] = ((fp - fm) / (2 * step)).ravel()
+    np.testing.assert_allclose(_dense(idx, w, H, V), -K_fd, atol=1e-6 * np.abs(K_fd).max())
+
+
+@pytest.mark.parametrize("speed", [3e-4, 3e-2])  # sticking (below ε_v) and sliding
+def test_friction_is_minus_the_dissipation_gradient_and_its_blocks_its_velocity_hessian(speed):
+    rng = np.random.default_rng(5)
+    V, Vc, K = 6, 3, 8
+    idx, w, n = _pairs(rng, V, Vc, K)
+    x, xc = rng.normal(size=(V, 3)), rng.normal(size=(Vc, 3))
+    dhat = np.full(K, -1e3)  # no normal force: friction alone
+    kappa = np.ones(K)
+    mu, lam, eps = rng.uniform(0.1, 0.5, K), rng.uniform(0.5, 2.0, K), 1e-3
+    v, vc = rng.normal(scale=speed, size=(V, 3)), rng.normal(scale=speed, size=(Vc, 3))
+    _, f, H = _terms(idx, w, n, dhat, kappa, mu, lam, eps, V, x, xc, v, vc, cK=0.0, cD=-1.0,
+                     with_jac=True)
+
+    def dis(v):
+        u = np.einsum("kj,kjd->kd", w, np.concatenate([v, vc])[idx])
+        return dissipation(w, n, mu, lam, eps, u)
+
+    step = 1e-9 if speed < 1e-3 else 1e-7
+    grad, D_fd = np.zeros((V, 3)), np.zeros((3 * V, 3 * V))
+    for i in range(V):
+        for c in range(3):
+            vp, vm = v.copy(), v.copy()
+            vp[i, c] += step
+            vm[i, c] -= step
+            grad[i, c] = (dis(vp) - dis(vm)) / (2 * step)
+            fp = _terms(idx, w, n, dhat, kappa, mu, lam, eps, V, x, xc, vp, vc)[1]
+            fm = _terms(idx, w, n, dhat, kappa, mu, lam, eps, V, x, xc, vm, vc)[1]
+            D_fd[:, 3 * i + c] = ((fp - fm) / (2 * step)).ravel()
+    np.testing.assert_allclose(f, -grad, atol=1e-5 * np.abs(f).max())
+    np.testing.assert_allclose(_dense(idx, w, H, V), -D_fd, atol=1e-4 * np.abs(D_fd).max())
+    assert np.all(np.linalg.eigvalsh(_dense(idx, w, H, V)) > -1e-9)  # dissipative: −∂f/∂v PSD
+
+
+def test_pair_blocks_land_on_the_extended_pattern():
+    """The blocks assembled on a pattern extended by the pairs' couplings equal the dense sum."""
+    from solver.linalg.sparse import build_assembly, scatter_blocks, to_scipy
+    rng = np.random.default_rng(1)
+    V = 9
+    tris = np.array([[0, 1, 2], [1, 2, 3], [4, 5, 6], [6, 7, 8]])
+    asm, _ = build_assembly([tris], V)
+    idx, w, n = _pairs(rng, V, 2, 5)
+    H = rng.normal(size=(5, 3, 3))
+    H = H + H.transpose(0, 2, 1)
+    a, b = np.repeat(idx, 4, axis=1), np.tile(idx, (1, 4))
+    inner = (a < V) & (b < V)
+    ext = extend_pattern(asm, np.stack([a[inner & (a != b)], b[inner & (a != b)]], 1))
+    slots = ext.slots(np.where(inner, a, -1).ravel(), np.where(inner, b, -1).ravel())
+    base = rng.normal(size=(len(asm.col), 3, 3))
+    out = np.zeros((len(ext.asm.col), 3, 3))
+    scatter_blocks(base, ext.base_slot, out)
+    add_pair_blocks(slots.reshape(-1, 16), w, H, out)
+    expect = to_scipy(asm, base).toarray() + _dense(idx, w, H, V)
+    np.testing.assert_allclose(to_scipy(ext.asm, out).toarray(), expect, atol=1e-12)
