@@ -4,6 +4,7 @@ records it, and never runs twice at once."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -111,10 +112,19 @@ def test_warmup_stops_when_another_python_would_fill_another_cache(tmp_path):
     assert not warmup.is_warm(tmp_path) and not any(tmp_path.rglob("*.nbi"))
 
 
+@functools.lru_cache(maxsize=None)
+def _warm_shared_cache() -> None:
+    """The warm-up's kernels compiled once, here, into this environment's cache (no marker is
+    written), so that the tests' subprocesses load them instead of each compiling them again."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        warmup.warm_up()
+
+
 def _seeded_cache(tmp_path) -> Path:
     """A cache folder of the test's own holding what this environment's cache holds, so that
     kernels load instead of compiling (the checks below do not depend on what is cached)."""
     cache = tmp_path / "cache"
+    _warm_shared_cache()
     shared = os.environ.get("NUMBA_CACHE_DIR")
     if shared and Path(shared).is_dir():
         shutil.copytree(shared, cache, ignore=shutil.ignore_patterns(warmup.MARKER_NAME,

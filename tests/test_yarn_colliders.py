@@ -184,15 +184,18 @@ def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
     (1.8 % before the pushed points were made heavy for the projection; 1.0 % at 1/12000 s
     with one round of push and projection per step; 0.05 % with two)."""
     sw, setup = _swatch()
+    # It starts 5 mm above the table at the speed of a 0.3 m drop (the free fall before is
+    # not what is checked), and is watched for as long after the impact as the drop would be.
     x = setup.positions - setup.positions.mean(axis=0)
-    x[:, 2] += 0.3
+    x[:, 2] += 0.005 + P.radius - x[:, 2].min()
     table = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
                      thickness=0.0, friction=0.5)
     sim = swatch_solver(sw, _moved(setup, x), gravity=(0, 0, -9.81),
                         colliders=YarnColliders([table], P.radius, 24.0, 1))
+    sim.v[:, 2] = -(2 * 9.81 * 0.3) ** 0.5
     s = sim.model.segments
     worst = 0.0
-    for _ in range(100):
+    for _ in range(42):
         sim.advance(1 / 240)
         strain = np.abs(s.lengths(sim.x) / s.rest - 1.0).max()
         worst = max(worst, strain)

@@ -4,6 +4,7 @@ the cloth must never pass through it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import bpy
 from scenes import addon, cloth, evaluated_world, grid
@@ -52,6 +53,7 @@ def test_colliders_are_read_every_frame_in_world_space():
             assert np.ptp(c.positions[:, :, 2]) > 0.25  # it really moves or deforms
 
 
+@pytest.mark.physics
 def test_cloth_does_not_fall_through_a_static_floor():
     _collider("Floor", location=(0, 0, 0))
     obj = cloth(n=6, frames=(1, 24), location=(0, 0, 0.4))

@@ -74,6 +74,7 @@ def test_the_user_can_say_otherwise_and_a_disabled_collision_is_no_collider():
     assert (c.thickness, c.friction) == (0.004, 0.9)
 
 
+@pytest.mark.physics
 def test_the_cloth_lands_on_a_collision_modifier_floor():
     _collision_floor()
     obj = cloth(n=6, frames=(1, 24), location=(0, 0, 0.4))

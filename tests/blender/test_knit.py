@@ -287,6 +287,7 @@ def test_a_knit_frame_is_simulated_in_slices_so_stop_and_cancel_are_seen_within_
     assert same_key_state(before, key_state(obj))
 
 
+@pytest.mark.physics
 def test_a_falling_knit_swatch_lands_on_a_flat_collider():
     """A swatch let go 1 mm above a plane collider (thickness 5 mm above its surface) falls
     onto it within the first frame and stays on it: no yarn point below its top + radius."""
@@ -307,6 +308,7 @@ def test_a_falling_knit_swatch_lands_on_a_flat_collider():
     assert abs(_length(x, _edges(obj)) / _length(x0, _edges(obj)) - 1.0) < 0.01
 
 
+@pytest.mark.physics
 def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
     """A swatch let go just above a UV sphere (a mesh, with Blender's Collision modifier as an
     artist adds it) lands on it and no yarn point comes closer to the mesh than the yarn's

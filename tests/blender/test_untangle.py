@@ -4,11 +4,13 @@ first simulated frame (solver/collision/untangle.py), and the summary says how m
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import bpy
 from scenes import addon, cloth, evaluated_world, mesh_object, solver
 
 
+@pytest.mark.physics
 def test_a_cloth_started_inside_a_sphere_collider_is_moved_out():
     bpy.ops.mesh.primitive_uv_sphere_add(radius=0.3, location=(0, 0, 0), segments=24,
                                          ring_count=12)
