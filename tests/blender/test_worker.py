@@ -59,7 +59,9 @@ def test_a_worker_that_dies_mid_bake_fails_the_bake_with_a_message():
         advance(job, 10)
     job.cancel()
     assert obj.data.shape_keys is None and not obj.modifiers
-    assert isinstance(_job(ui=True, limit=1).runner, _worker().ProcessRunner)  # a new one
+    job = _job(ui=True, limit=1)
+    assert isinstance(job.runner, _worker().ProcessRunner)  # a new one
+    job.cancel()
 
 
 def test_a_worker_with_another_python_is_refused_and_bakes_run_inside_blender(monkeypatch):
