@@ -80,6 +80,7 @@ class Worker:
             [python, "-s", "-c", CHILD, str(ROOT), PACKAGE, _stamp], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=None, env=env, **options)
         self.current: ProcessRunner | None = None
+        self._exit: int | None = None  # the process's exit status once its reader saw it end
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, name="cloth_solver worker reader",
                                         daemon=True)
@@ -117,7 +118,10 @@ class Worker:
 
     def attach(self, runner_: "ProcessRunner") -> None:
         with self._lock:
-            self.current = runner_
+            if self._exit is None:
+                self.current = runner_
+                return
+        self._tell_ended(runner_, self._exit)  # it ended before the bake came (a refused Python)
 
     def _read(self) -> None:
         stream = self.process.stdout
@@ -136,19 +140,24 @@ class Worker:
             if target is not None:
                 target._queue.put(msg)
         code = self.process.wait()
-        with self._lock:
-            target, self.current = self.current, None
         if code == OTHER_PYTHON:
             global _refused
             _refused = (f"{self.process.args[0]} is not Blender's own Python, numba and numpy; "
                         "bakes run inside Blender from now on")
+        with self._lock:  # a bake attached later hears of it from attach()
+            self._exit = code
+            target, self.current = self.current, None
         if target is not None:  # it ended in the middle of a bake
-            why = (f"the simulation process could not run: {_refused}; bake again"
-                   if code == OTHER_PYTHON else
-                   f"the simulation process ended unexpectedly (exit status {code}); see the "
-                   "console")
-            target._queue.put(runner.Failed(0, why))
-            target._queue.put(runner.Ended(True))
+            self._tell_ended(target, code)
+
+    @staticmethod
+    def _tell_ended(target: "ProcessRunner", code: int) -> None:
+        why = (f"the simulation process could not run: {_refused}; bake again"
+               if code == OTHER_PYTHON else
+               f"the simulation process ended unexpectedly (exit status {code}); see the "
+               "console")
+        target._queue.put(runner.Failed(0, why))
+        target._queue.put(runner.Ended(True))
 
     def end(self) -> None:
         self._outbox.put(None)
