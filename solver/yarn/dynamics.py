@@ -25,13 +25,11 @@ the bending implicit and the guarantees below:
    free neighbours rather than being pulled back in); v = (x⁺ − x)/h.
 
 A step is thrown away and done as two halves (recursively, at most ``MAX_HALVINGS`` times;
-then YarnStepError) when any point would move by g = ``GUARD``·2r or more, or any
-non-neighbouring pair of segments would end closer than g (where the closest pair started
-closer than g: closer than ``GAP_FLOOR``·2r, or closer than it started less the move)
-(``StepStats.refinements``). This is a guarantee, not a heuristic: points move linearly within
-a step, so two segments' distance at any moment of it is at least (d₀ + d₁)/2 − δ for end
-distances d₀, d₁ and moves δ, and every accepted step has δ < (d₀ + d₁)/2 for the closest
-distances at its start and end: no yarn passes through another.
+then YarnStepError) when any non-neighbouring pair of segments would end closer than
+g = ``GUARD``·2r or any point would move by g or more (``StepStats.refinements``). This is a
+guarantee, not a heuristic: points move linearly within a step, so two segments' distance at
+any moment of it is at least (d₀ + d₁)/2 − δ > 0 for end distances d₀, d₁ ≥ g and moves δ < g:
+no yarn passes through another.
 
 Step length: at most the settings' ``time_step`` (1/9600 s), and, where the contact is stiffer,
 the longest of h·2^(−j/8) within 0.71 of symplectic Euler's stability limit 2/ω_max of the
@@ -69,11 +67,6 @@ KALDOR_STEP = 1.0 / 11800.0
 N_QUAD = 4
 # g/(2r): no non-neighbouring pair ends a step closer, no point moves so far in one.
 GUARD = 0.1
-# The closest a step may leave two non-neighbouring segments (in diameters) where they already
-# started closer than the guard: pressed together by the length constraints and friction, they
-# may sit at the guard, and a rule that every step end beyond it would halve such steps without
-# end instead of letting the contact push the yarns apart again.
-GAP_FLOOR = 0.05
 MAX_HALVINGS = 8
 # Candidate pairs' margin (Stepping.pair_margin), in yarn radii
 PAIR_MARGIN = 0.3
@@ -82,7 +75,7 @@ PAIR_MARGIN = 0.3
 PROJECTION_ITERATIONS = 40
 PROJECTION_TOLERANCE = 1e-6
 # Inverse mass, as a share of its own, of a point a collider pushed in this step, for the
-# length projection that follows (docs/yarn.md, "Colliders").
+# length projection that follows (docs/yarn.md, "What is built": colliders).
 COLLIDER_MASS_SHARE = 0.1
 # Rounds of collider push and length projection per step where there are colliders: the
 # second takes out what the first push left.
@@ -507,20 +500,9 @@ class YarnSolver:
         vn = (xn - x) / h
         gap = self._contact(xn, vn)[3]
         moved = _largest_move(x, xn)
-        ok = bool(np.isfinite(xn).all() and self._separated(self._contact(x, v)[3], gap, moved))
+        g = GUARD * 2.0 * m.radius
+        ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
         return xn, vn, gap, moved, ok, its, worst, (f, lam, h)
-
-    def _separated(self, before: float, after: float, moved: float) -> bool:
-        """Whether a step that starts and ends with its closest non-neighbouring segments
-        ``before`` and ``after`` [m] apart and moves no point by ``moved`` [m] or more kept
-        every such pair apart throughout (module docstring): no point moves by the guard g,
-        the pairs end at least g apart, or, where the yarns already started closer than g, at
-        least the floor apart and no closer than they started less the move."""
-        D = 2.0 * self.model.radius
-        g = GUARD * D
-        if moved >= g or moved >= 0.5 * (before + after):
-            return False
-        return after >= g or (after >= GAP_FLOOR * D and after >= before - moved)
 
     def _advance(self, h: float, depth: int) -> None:
         tried = self._try(h)
@@ -539,8 +521,7 @@ class YarnSolver:
                 raise YarnStepError(
                     f"t = {self.time:.6f} s: a step of {h:.3g} s still brings yarns within "
                     f"{gap / D:.3f} diameters and moves a point {moved / D:.3g} diameters "
-                    f"(the guard is {GUARD} diameters for both, {GAP_FLOOR} for yarns "
-                    "already closer)")
+                    f"(the guard is {GUARD} diameters for both)")
             self.stats.refinements += 1
             self._advance(h / 2, depth + 1)
             self._advance(h / 2, depth + 1)
