@@ -42,7 +42,7 @@ from solver.params import SolverSettings, YarnParams
 from solver.spec import Collider
 from solver.yarn import (YarnColliders, YarnSolver, build_yarn_model, knit_swatch, relax_setup,
                          swatch_setup)
-from solver.yarn.dynamics import Stepping
+from solver.yarn.dynamics import Stepping, YarnStepError
 
 W, H = 5.6e-3, 4.2e-3          # worsted gauge: stitch width and course height [m]
 PATTERNS = ("stockinette", "garter", "rib2x2")
@@ -144,23 +144,28 @@ def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping
     n_ramp = max(1, round(ramp / sim.h))
     n_hold = max(5, round(hold / sim.h))
     curve = []
+    failed = None
     for level in np.arange(0.0, max_strain + 1e-9, step):
         target = span0 * (1 + level)
         now = float(sim.x[pulled, axis].mean() - sim.x[fixed, axis].mean())
         dx = (target - now) / n_ramp
-        for _ in range(n_ramp):
-            moved = sim.x.copy()
-            moved[pulled, axis] += dx
-            sim.x = moved
-            sim.step()
         forces = []
-        for k in range(n_hold):
-            sim.step()
-            if k >= n_hold - n_hold // 5:
-                forces.append(-float(sim.pin_reaction(pulled)[axis]))
+        try:
+            for _ in range(n_ramp):
+                moved = sim.x.copy()
+                moved[pulled, axis] += dx
+                sim.x = moved
+                sim.step()
+            for k in range(n_hold):
+                sim.step()
+                if k >= n_hold - n_hold // 5:
+                    forces.append(-float(sim.pin_reaction(pulled)[axis]))
+        except YarnStepError as err:   # the model refuses a step: say at which level, and why
+            failed = {"strain": round(float(level), 4), "error": str(err)}
+            break
         curve.append((round(float(level), 4), float(np.mean(forces)), float(np.std(forces))))
     out = guarantees(sim, L0, p)
-    out.update(span_m=span0, curve=curve)
+    out.update(span_m=span0, curve=curve, failed=failed)
     return out
 
 
@@ -215,7 +220,9 @@ def main() -> None:
                 pts = " ".join(f"{s:.2f}:{f * 1e3:.2f}" for s, f, _ in out["curve"])
                 print(f"{pattern:12s} stretch {direction:6s} strain:force[mN] {pts}  "
                       f"closest {out['closest_diameters']:.2f} D  dL {out['length_change']:.1e}"
-                      f"  {out['wall_s']:.0f} s", flush=True)
+                      f"  {out['wall_s']:.0f} s"
+                      + (f"  FAILED at {out['failed']['strain']:.2f}: {out['failed']['error']}"
+                         if out["failed"] else ""), flush=True)
         arrays[f"{pattern}_offsets"] = sw.yarn_offsets
     if "dims" in args.parts and {"stockinette", "garter", "rib2x2"} <= set(res["patterns"]):
         pr = res["patterns"]

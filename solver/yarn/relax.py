@@ -1,5 +1,5 @@
 """Relaxation of a generated knit into a rest state ([Kaldor2011] §7.1, Table 4.1; docs/yarn.md,
-"Rest state").
+"What is built": rest state).
 
 Two phases. First Kaldor's: the generated geometry is simulated with the yarns linearly elastic
 and stiff instead of inextensible, heavy viscous damping, bending at a thousandth of the yarn's
@@ -12,7 +12,7 @@ rest curvature, the yarn's friction and filter) with Kaldor's viscous damping, u
 move slower than ``SETTLE_SPEED`` (or ``settle`` seconds have passed). The first phase ends
 with the contacts pressed harder than the full model holds them; the settle lets them give way
 where the model says, so that the knit handed to the simulation is at rest in it: a free swatch
-stays put (tests/test_yarn_rest.py).
+stays put (bench/yarn_rest.py, docs/yarn.md "Validation").
 
 Conversions of Kaldor's "Relaxation" column: k_len = 10000 g·cm²/s² = 1e-3 J in
 E = k_len·∫(1 − |y′|/ℓ)² ds over one segment, i.e. an axial stiffness EA = 2·k_len/ℓ, about 1 N

@@ -4,8 +4,8 @@
 Symplectic Euler is stable for h < 2/ω_max, ω_max² the largest eigenvalue of M⁻¹·K_contact.
 The Gershgorin bound of dynamics.YarnSolver, ω² ≤ max_i 2·k_i/m_i (k_i a point's share of
 the sampled penalty stiffness), is cheap and safe but several times too high in a knit
-(docs/yarn.md, "Speed", compares it with scipy's eigsh on the matrix below), because it adds up
-a point's contacts as if they all pushed one way.
+(docs/tried-and-dropped.md, "Yarn model", compares it with scipy's eigsh on the matrix
+below), because it adds up a point's contacts as if they all pushed one way.
 
 The estimate here is the power iteration on M^(-1/2)·K_contact·M^(-1/2), two products per
 estimate, continued from estimate to estimate (the matrix changes little between them, so the
@@ -19,7 +19,7 @@ derivative where samples lean away from n̂ (tests/test_yarn_speed.py bounds it 
 differences): on the safe side for a stable step.
 
 (The same matrix was tried as the stiffness of a linearly implicit contact step, solved by
-conjugate gradients: docs/yarn.md, "Speed", says why it was dropped.)
+conjugate gradients: docs/tried-and-dropped.md, "Yarn model", says why it was dropped.)
 """
 
 from __future__ import annotations
