@@ -59,19 +59,24 @@ def local_positions(obj) -> np.ndarray:
     return buf.reshape(-1, 3).astype(np.float64)
 
 
-def evaluated_world(obj, frame=None) -> np.ndarray:
-    """World-space vertex positions of the evaluated object at ``frame`` (default: current)."""
-    scene = bpy.context.scene
+def evaluated_local(obj, frame=None) -> np.ndarray:
+    """Object-local vertex positions of the evaluated object at ``frame`` (default: current),
+    float32 as Blender holds them (for bit-for-bit comparisons)."""
     if frame is not None:
-        scene.frame_set(frame)
-    dg = bpy.context.evaluated_depsgraph_get()
-    ev = obj.evaluated_get(dg)
+        bpy.context.scene.frame_set(frame)
+    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
     mesh = ev.to_mesh()
     buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
     mesh.vertices.foreach_get("co", buf)
     ev.to_mesh_clear()
-    m = np.array(ev.matrix_world)
-    return buf.reshape(-1, 3).astype(np.float64) @ m[:3, :3].T + m[:3, 3]
+    return buf.reshape(-1, 3)
+
+
+def evaluated_world(obj, frame=None) -> np.ndarray:
+    """World-space vertex positions of the evaluated object at ``frame`` (default: current)."""
+    local = evaluated_local(obj, frame).astype(np.float64)
+    m = np.array(obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).matrix_world)
+    return local @ m[:3, :3].T + m[:3, 3]
 
 
 def key_state(obj):

@@ -10,17 +10,8 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import addon, advance, cloth
+from scenes import addon, advance, cloth, evaluated_local
 
-
-def _evaluated_local(obj, frame) -> np.ndarray:
-    bpy.context.scene.frame_set(frame)
-    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    mesh = ev.to_mesh()
-    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", buf)
-    ev.to_mesh_clear()
-    return buf.reshape(-1, 3)
 
 
 def _saved_scene(tmp_path, frames=(1, 6)):
@@ -34,7 +25,7 @@ def _saved_scene(tmp_path, frames=(1, 6)):
 def test_a_disk_cache_bake_round_trips_bit_for_bit_through_the_mesh_cache_modifier(tmp_path):
     obj = _saved_scene(tmp_path)
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}  # shape keys, for comparison
-    keys = [_evaluated_local(obj, f) for f in range(1, 7)]
+    keys = [evaluated_local(obj, f) for f in range(1, 7)]
     bpy.ops.cloth_solver.free_bake()
     bpy.context.scene.cloth_solver.bake_to = "PC2"
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
@@ -48,7 +39,7 @@ def test_a_disk_cache_bake_round_trips_bit_for_bit_through_the_mesh_cache_modifi
     frames, start = addon().solver.read_pc2(path)
     assert frames.shape == (6, 25, 3) and start == 1.0
     for i, f in enumerate(range(1, 7)):
-        np.testing.assert_array_equal(_evaluated_local(obj, f), frames[i])  # bit for bit
+        np.testing.assert_array_equal(evaluated_local(obj, f), frames[i])  # bit for bit
         np.testing.assert_allclose(frames[i], keys[i], atol=2e-6)  # the same bake as keys
     status = addon().cloth_addon.bake_status.status(obj, bpy.context.scene)
     assert status == ("BAKED", "Baked frames 1-6 (implicit)")
@@ -58,12 +49,12 @@ def test_a_disk_cache_bake_round_trips_bit_for_bit_through_the_mesh_cache_modifi
     c, to_local = job.groups[0].cloths[0], addon().cloth_addon.mesh_io.to_local
     for i, f in enumerate(range(1, 7)):
         solver_local = to_local(job.groups[0].frames[i], c.matrices[i]).astype(np.float32)
-        np.testing.assert_array_equal(_evaluated_local(obj, f), solver_local)
+        np.testing.assert_array_equal(evaluated_local(obj, f), solver_local)
     # saved and reopened: the modifier finds the file relative to the .blend
     bpy.ops.wm.save_mainfile()
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "shot.blend"))
     obj = bpy.data.objects["Cloth"]
-    np.testing.assert_array_equal(_evaluated_local(obj, 4), frames[3])
+    np.testing.assert_array_equal(evaluated_local(obj, 4), frames[3])
 
 
 def test_free_rebake_and_cancel_behave_as_with_keys(tmp_path):
@@ -122,4 +113,4 @@ def test_a_stopped_disk_cache_bake_keeps_the_frames_so_far(tmp_path):
     assert summary.stopped_of == 40 and obj.cloth_solver.bake_frame_end == 1 + kept
     frames, _ = addon().solver.read_pc2(Path(tmp_path / "cloth_cache/Cloth.pc2"))
     assert len(frames) == kept + 1
-    np.testing.assert_array_equal(_evaluated_local(obj, 1 + kept), frames[-1])
+    np.testing.assert_array_equal(evaluated_local(obj, 1 + kept), frames[-1])

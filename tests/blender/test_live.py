@@ -11,20 +11,9 @@ import numpy as np
 import pytest
 
 import bpy
-from scenes import (addon, advance, cloth, fcurve_paths, key_state, modal_operator, run_modal,
-                    same_key_state)
+from scenes import (addon, advance, cloth, evaluated_local, fcurve_paths, key_state,
+                    modal_operator, run_modal, same_key_state)
 
-
-def _evaluated_local(obj, frame) -> np.ndarray:
-    """The evaluated mesh's object-local positions at ``frame`` (float32, as Blender holds
-    them)."""
-    bpy.context.scene.frame_set(frame)
-    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    mesh = ev.to_mesh()
-    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", buf)
-    ev.to_mesh_clear()
-    return buf.reshape(-1, 3)
 
 
 def _live_modifiers(obj) -> list:
@@ -56,7 +45,7 @@ def test_each_frame_shows_in_the_evaluated_mesh_before_the_bake_has_finished():
     assert [m.name for m in obj.modifiers] == ["Cloth Solver Live", "Subdivision"]
     assert same_key_state(before, key_state(obj)) and fcurve_paths(obj) == paths
     for f in (0, 1, 3):
-        np.testing.assert_array_equal(_evaluated_local(obj, 1 + f), _solver_local(job, obj, f))
+        np.testing.assert_array_equal(evaluated_local(obj, 1 + f), _solver_local(job, obj, f))
     bpy.context.view_layer.update()
     assert status.status(obj, bpy.context.scene)[0] == "OUTDATED"  # (the solver changed)
     assert "settings" in obj.cloth_solver.bake_outdated
@@ -64,7 +53,7 @@ def test_each_frame_shows_in_the_evaluated_mesh_before_the_bake_has_finished():
     assert summary.stopped_of is None
     assert _live_modifiers(obj) == []
     for f in (1, 3, 39):  # the bake shows what the live view showed
-        np.testing.assert_allclose(_evaluated_local(obj, 1 + f), _solver_local(job, obj, f),
+        np.testing.assert_allclose(evaluated_local(obj, 1 + f), _solver_local(job, obj, f),
                                    atol=2e-6)
 
 
@@ -119,7 +108,7 @@ def test_stop_keeps_the_frames_so_far_as_a_shorter_bake_and_says_so():
     status = addon().cloth_addon.bake_status.status(obj, bpy.context.scene)
     assert status == ("BAKED", f"Baked frames 1-{1 + kept} of 1-48, stopped (implicit)")
     assert _live_modifiers(obj) == [] and bpy.context.scene.frame_current == 1
-    np.testing.assert_allclose(_evaluated_local(obj, 1 + kept), _solver_local(job, obj, kept),
+    np.testing.assert_allclose(evaluated_local(obj, 1 + kept), _solver_local(job, obj, kept),
                                atol=2e-6)
     bpy.context.scene.cloth_solver.frame_end = 60  # another range: outdated as usual
     assert addon().cloth_addon.bake_status.status(obj, bpy.context.scene)[0] == "OUTDATED"

@@ -12,20 +12,12 @@ import time
 import numpy as np
 
 import bpy
-from scenes import addon, cloth
+from scenes import addon, cloth, evaluated_local
 
 
 def _play():
     return addon().cloth_addon.play
 
-
-def _evaluated_local(obj) -> np.ndarray:
-    ev = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-    mesh = ev.to_mesh()
-    buf = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-    mesh.vertices.foreach_get("co", buf)
-    ev.to_mesh_clear()
-    return buf.reshape(-1, 3)
 
 
 def _solver_local(job, f) -> np.ndarray:
@@ -65,7 +57,7 @@ def test_playing_forward_simulates_each_frame_and_scrubbing_back_replays_it():
         session = _step(frame)
         assert session.frames == frame - 1  # one frame simulated per frame played
         bpy.context.view_layer.update()
-        np.testing.assert_array_equal(_evaluated_local(obj), _solver_local(session.job,
+        np.testing.assert_array_equal(evaluated_local(obj), _solver_local(session.job,
                                                                            frame - 1))
     job = session.job
     assert _live(obj) == ["Cloth Solver Live"] and obj.data.shape_keys is None
@@ -73,7 +65,7 @@ def test_playing_forward_simulates_each_frame_and_scrubbing_back_replays_it():
     # back to frame 3: shown from memory, nothing more simulated
     assert _step(3) is session and session.frames == 4 and job.runner.allowed == 4
     bpy.context.view_layer.update()
-    np.testing.assert_array_equal(_evaluated_local(obj), _solver_local(job, 2))
+    np.testing.assert_array_equal(evaluated_local(obj), _solver_local(job, 2))
     # a jump forward while not playing simulates nothing (as Blender's cloth)
     assert _step(12).frames == 4
     # Bake Cloth keeps what was played and simulates the rest
@@ -85,7 +77,7 @@ def test_playing_forward_simulates_each_frame_and_scrubbing_back_replays_it():
     assert [kb.name for kb in obj.data.shape_keys.key_blocks][1:] == [
         f"cloth_{f:04d}" for f in range(1, 21)]
     scene.frame_set(4)
-    np.testing.assert_allclose(_evaluated_local(obj), _solver_local(job, 3), atol=2e-6)
+    np.testing.assert_allclose(evaluated_local(obj), _solver_local(job, 3), atol=2e-6)
     # an up-to-date bake plays as it is
     scene.frame_set(1)
     assert _step(2) is None
