@@ -38,6 +38,7 @@ class FrameReport:
     retries: int = 0                    # tries of this frame that blew up (then finer steps)
     untangled: int = 0                  # vertices moved out and clear of colliders before it
     tangled_pairs: int = 0              # intersecting cloth triangle pairs at the frame's start
+                                        # or left by moving it out of colliders
     step_refinement: int = 1            # the solver's steps divided this many times finer
     seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
     halved_steps: int = 0               # yarn: steps halved so that no yarn passes another

@@ -33,8 +33,8 @@ import numpy as np
 
 from . import degenerate, threads
 from .collision.pipeline import CollisionHandler, CollisionStats
-from .collision.self_untangle import tangled_vertices, untangle_self
-from .collision.untangle import uncross, untangle
+from .collision.self_untangle import intersecting_cloth_pairs, tangled_vertices, untangle_self
+from .collision.untangle import collider_crossing_pairs, uncross, untangle
 from .degenerate import reduce_spec
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
@@ -57,6 +57,9 @@ UNTANGLE_ROUNDS = 20
 # posed garment; what is left after this many, a sheet through a post, is left to the pipeline
 # rather than moved again every frame)
 UNTANGLE_FRAMES = 3
+# Paths along which a cloth clear of itself is moved out of colliders before a frame: where its
+# own other layer stops a path, the next one goes round it
+CLEAR_PATHS = 4
 # A frame ends torn (a blow-up) when an edge is stretched past this strain (twice its rest
 # length), or past twice the piece's strain limit where that is larger: no fabric stretches so
 # far, and the strain limiter and the stiffness keep a sound simulation far below it.
@@ -274,39 +277,86 @@ class Simulation:
         triangles that cross them (collision/untangle.py) and, with self-collision, the regions
         of the cloth passed through itself back (collision/self_untangle.py), then hold the
         material's strain limit by positions alone, alternately, at most UNTANGLE_ROUNDS
-        times. Returns (how many vertices the first collider moves moved, intersecting cloth
-        pairs at the start); the vertices of pairs still intersecting are left out of this
-        frame's self-contacts."""
+        times. A cloth that starts clear of itself is moved out of the colliders along a path
+        that the cloth–cloth collision tests keep clear (CollisionHandler.resolve_self), at
+        most CLEAR_PATHS times: moved by positions alone, the sleeves of a tee posed through
+        its arms went through their own other layer at the armpits. Returns (how many
+        vertices the first collider moves moved, intersecting cloth pairs at the start or
+        left by the collider moves); the vertices of pairs still intersecting are left out of
+        this frame's self-contacts."""
         s = self.solver
         h = s.collisions
-        if self.frame < UNTANGLE_FRAMES:
-            moved = untangle(h, s.x, s.v, s.inv_mass, state)
-            pierced, lifted = uncross(h, s.x, s.inv_mass, state)
-        else:  # what is still through a collider is left to the collision pipeline
-            moved = lifted = np.zeros(0, np.int64)
-            pierced = 0
-        crossed = tangled = untangle_self(h, s.x, s.inv_mass) if h.self_collision else 0
-        for _ in range(UNTANGLE_ROUNDS if len(moved) or pierced or crossed else 0):
-            v = s.v.copy()
-            limited = s._limit_strain(dt, only_if_over=True)
-            s.v = v  # the limiter's correction must not become velocity
-            again = len(untangle(h, s.x, s.v, s.inv_mass, state)) \
-                if self.frame < UNTANGLE_FRAMES and (limited or pierced) else 0
-            pierced = uncross(h, s.x, s.inv_mass, state)[0] \
-                if self.frame < UNTANGLE_FRAMES and (pierced or again or limited) else 0
-            crossed = untangle_self(h, s.x, s.inv_mass) if crossed else 0
-            if not again and not pierced and not crossed:
-                break
-        else:
-            if len(moved) or pierced or crossed:  # the last round's moves are held too
-                v = s.v.copy()
-                s._limit_strain(dt, only_if_over=True)
-                s.v = v
         h.excluded = None
+        through = self.frame < UNTANGLE_FRAMES and self._through_collider(state)
+        tangled = len(intersecting_cloth_pairs(h, s.x)) if h.self_collision else 0
+        moved = np.zeros(0, np.int64)
+        if through and h.self_collision and not tangled:
+            for _ in range(CLEAR_PATHS):
+                start = s.x.copy()
+                first = self._untangle_colliders(state, dt)
+                moved = np.union1d(moved, first)
+                if not len(first):
+                    break
+                h.resolve_self(start, s.x, s.inv_mass, state)
+                if not self._through_collider(state):
+                    break
+            tangled = len(intersecting_cloth_pairs(h, s.x))
+        elif through:
+            moved = self._untangle_colliders(state, dt)
+            tangled = max(tangled, len(intersecting_cloth_pairs(h, s.x))) \
+                if h.self_collision else 0
         if tangled:
+            self._untangle_self(dt)
             left = tangled_vertices(h, s.x)
             h.excluded = left if left.any() else None
-        return len(np.union1d(moved, lifted)), tangled
+        return len(moved), tangled
+
+    def _through_collider(self, state) -> bool:
+        """True when a cloth vertex is inside a collider or a collider triangle crosses a cloth
+        triangle at collider ``state``."""
+        h = self.solver.collisions
+        return bool(len(untangle(h, self.solver.x.copy(), self.solver.v.copy(),
+                                 self.solver.inv_mass, state))
+                    or len(collider_crossing_pairs(h, self.solver.x, state)))
+
+    def _untangle_colliders(self, state, dt: float) -> np.ndarray:
+        """Move the cloth out of the colliders and clear of their triangles by positions,
+        alternating with the strain limit, at most UNTANGLE_ROUNDS times; returns the vertices
+        the first moves moved (indices)."""
+        s = self.solver
+        h = s.collisions
+        moved = untangle(h, s.x, s.v, s.inv_mass, state)
+        pierced, lifted = uncross(h, s.x, s.inv_mass, state)
+        if not len(moved) and not pierced:
+            return moved
+        for _ in range(UNTANGLE_ROUNDS):
+            limited = self._hold_strain(dt)
+            again = len(untangle(h, s.x, s.v, s.inv_mass, state)) if limited or pierced else 0
+            pierced = uncross(h, s.x, s.inv_mass, state)[0] if pierced or again or limited \
+                else 0
+            if not again and not pierced:
+                break
+        else:
+            self._hold_strain(dt)  # the last round's moves are held too
+        return np.union1d(moved, lifted)
+
+    def _untangle_self(self, dt: float) -> None:
+        """Move the regions of the cloth passed through itself back, alternating with the
+        strain limit, at most UNTANGLE_ROUNDS times."""
+        s = self.solver
+        h = s.collisions
+        for _ in range(UNTANGLE_ROUNDS):
+            if not untangle_self(h, s.x, s.inv_mass):
+                return
+            self._hold_strain(dt)
+
+    def _hold_strain(self, dt: float) -> int:
+        """The material's strain limit by positions alone (the limiter's correction must not
+        become velocity); returns its passes."""
+        v = self.solver.v.copy()
+        passes = self.solver._limit_strain(dt, only_if_over=True)
+        self.solver.v = v
+        return passes
 
     def _step_with_retries(self, t, dt, ft, wind):
         """The solver's step_frame, retried from the frame's start with steps half as long

@@ -8,6 +8,7 @@ Meshes are small so the whole file runs in seconds once the kernels are compiled
 
 import dataclasses
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -227,6 +228,19 @@ def test_collider_moving_into_pinned_cloth(model):
     x = r.positions[-1]
     assert x[n * n // 2, 2] >= top + 0.004  # the cloth rides on the box, above its thickness
     np.testing.assert_allclose(x[corners], mesh.positions[corners])  # pins held
+
+
+def test_pinned_cloth_above_a_plane_steps_without_numpy_warnings():
+    # a pinned vertex has no predicted contact (zero gap); the implicit solve's contact
+    # prediction must not multiply that gap by its infinite "near" (NaN, a RuntimeWarning)
+    n = 5
+    mesh = grid_mesh((0.2, 0.2), (n, n), (0, 0, 0.01))
+    floor = Collider("plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.002)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = run(mesh, [floor], "implicit", frames=2, pins=[0, n - 1])
+    clean(r)
 
 
 # ---- self-collision ----

@@ -143,6 +143,8 @@ class CollisionHandler:
         # inside/outside of the mesh colliders, closed, open or in touching parts
         self.inside = InsideTest(c)
         self._pair_cache = None
+        # True while a path is resolved against the cloth itself only (``resolve_self``)
+        self._self_only = False
         # cloth vertices in a cloth–cloth contact or collision on the last resolved path
         self.self_contact_vertices = np.zeros(V, bool)
         # (V,) bool or None: cloth vertices left out of cloth–cloth contacts while the cloth is
@@ -245,6 +247,21 @@ class CollisionHandler:
         v1[:] = W[:V]
         return stats
 
+    def resolve_self(self, x0: np.ndarray, x1: np.ndarray, inv_mass: np.ndarray,
+                     state: ColliderState) -> CollisionStats:
+        """Make the straight move x0 → x1 of the cloth (V, 3) [m] free of cloth–cloth
+        collisions, in place on x1, ignoring the colliders (held at ``state``): a cloth that
+        starts clear of itself and is moved out of a collider by positions (untangle.py) stays
+        clear of itself. inv_mass (V,) [1/kg]: 0 for vertices that must not move."""
+        if not self.self_collision:
+            return CollisionStats()
+        self._self_only = True
+        try:
+            return self.resolve(x0, x1, np.zeros_like(x1), inv_mass, 1.0, state, state)
+        finally:
+            self._self_only = False
+            self._pair_cache = None
+
     def _mark_self_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
         """Add the cloth vertices of cloth–cloth records (idx (K, 4), analytic (K,) bool) to
         self_contact_vertices."""
@@ -265,7 +282,7 @@ class CollisionHandler:
         parts = []
         c = self.colliders
         V = self.V
-        if c.has_analytic:
+        if c.has_analytic and not self._self_only:
             parts.append(contact_records(P0[:V], U[:V], im[:V], h, c0.sphere_centers,
                                          c1.sphere_centers, c.sphere_radius, c.sphere_gap,
                                          c.sphere_mu, c0.plane_points, c1.plane_points,
@@ -279,7 +296,7 @@ class CollisionHandler:
                     ANALYTIC_CCD_GAP))
         n_analytic = sum(len(p[0]) for p in parts)
         pending = None
-        if self.self_collision or c.has_mesh:
+        if self.self_collision or (c.has_mesh and not self._self_only):
             if known is not None:
                 parts.append(known)
             if mode == REPULSION:
@@ -331,8 +348,11 @@ class CollisionHandler:
                                c.sphere_radius, c.sphere_gap, c.sphere_mu, c0.plane_points,
                                c1.plane_points, c.plane_normal, c.plane_gap, c.plane_mu, best,
                                normal, vel, surf, fric, start, gap)
-            i = np.nonzero(((best < 0.0) & (start <= near * gap))
-                           | (touching & np.isfinite(best) & (start <= touch * gap)))[0]
+            # only vertices with a prediction: the others (pinned, or no sphere or plane to
+            # reach) keep a zero gap, and an infinite near or touch times it is NaN
+            i = np.flatnonzero(np.isfinite(best))
+            i = i[((best[i] < 0.0) & (start[i] <= near * gap[i]))
+                  | (touching[i] & (start[i] <= touch * gap[i]))]
             groups.append((i, best[i], normal[i], vel[i], surf[i], fric[i]))
         if c.has_mesh:
             P0 = np.concatenate([x0, c0.mesh_positions])
@@ -417,8 +437,10 @@ class CollisionHandler:
         P1 = P0 + h * U
         V = self.V
         with_self = with_self and self.self_collision
+        with_colliders = self.colliders.has_mesh and not self._self_only
+        key = (with_self, with_colliders)
         cache = self._pair_cache
-        if cache is not None and cache[1] == with_self and cache[0].shape == P0.shape \
+        if cache is not None and cache[1] == key and cache[0].shape == P0.shape \
                 and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK \
                 and np.array_equal(cache[0], P0):
             pairs = cache[3]
@@ -427,13 +449,13 @@ class CollisionHandler:
             pairs = []
             if with_self:
                 pairs.append(self.cloth_tree.self_pairs())
-            if self.colliders.has_mesh:
+            if with_colliders:
                 self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad + SLACK)
                 cross = self.cloth_tree.pairs_with(self.collider_tree)
                 cross[:, 1] += self.T
                 pairs.append(cross)
             pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
-            self._pair_cache = (P0.copy(), with_self, P1, pairs)
+            self._pair_cache = (P0.copy(), key, P1, pairs)
         if with_collisions:
             return tuple(self._without_excluded(*found)
                          for found in self.tester.run_with_collisions(pairs, P0, P1, im, moved))

@@ -15,7 +15,10 @@ faceted body): before a frame is simulated, the cloth is moved out and clear.
 Both change positions only. The simulation alternates them with the strain limiter until
 nothing is inside and no pair crosses (simulation.py, UNTANGLE_ROUNDS), before the first frame
 and before every later frame until one starts clean; a cloth that starts outside and clear is
-never touched and bakes bit for bit as before.
+never touched and bakes bit for bit as before. A self-colliding cloth that starts clear of
+itself goes from where it was to where these moves put it along a path that the cloth–cloth
+collision tests keep clear (pipeline.py, ``CollisionHandler.resolve_self``): a jump would take
+a sleeve's layer pressed out of an arm through the sleeve's other layer.
 """
 
 from __future__ import annotations
