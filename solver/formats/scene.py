@@ -330,16 +330,8 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
     seams = _seams("cloth.seams", values.get("seams", []), mesh)
 
     pins = _pins("cloth.pin", values.get("pin", []), mesh.vertex_count)
-    weights = None
-    if "pin_weights" in values:
-        weights = np.array(values["pin_weights"], dtype=np.float64)
-        if len(weights) != len(pins):
-            raise SceneError("cloth.pin_weights", f"expected {len(pins)} weights (one per "
-                                                  f"pinned vertex), got {len(weights)}")
-    targets = None
-    if "pin_motion" in values:
-        targets = _npz_positions("cloth.pin_motion", values["pin_motion"], base_dir,
-                                 (frames + 1, len(pins), 3), "pinned vertices")
+    weights, targets = _pin_weights_motion("cloth", values, len(pins), base_dir, frames,
+                                           "vertex", "vertices")
     grain = None
     if "grain" in values:
         grain = np.array(values["grain"], dtype=np.float64)
@@ -381,16 +373,8 @@ def _knit(table: dict, base_dir: Path, frames: int) -> YarnSetup:
         _numbers(None, FieldSpec("", "point index", 0, 2**31 - 1, integer=True))("knit.pin",
                                                                                  pin)
         pins = _pins("knit.pin", pin, len(world))
-    weights = None
-    if "pin_weights" in values:
-        weights = np.array(values["pin_weights"], dtype=np.float64)
-        if len(weights) != len(pins):
-            raise SceneError("knit.pin_weights", f"expected {len(pins)} weights (one per "
-                                                 f"pinned point), got {len(weights)}")
-    targets = None
-    if "pin_motion" in values:
-        targets = _npz_positions("knit.pin_motion", values["pin_motion"], base_dir,
-                                 (frames + 1, len(pins), 3), "pinned points")
+    weights, targets = _pin_weights_motion("knit", values, len(pins), base_dir, frames,
+                                           "point", "points")
     return YarnSetup(positions=world, yarn_offsets=sw.yarn_offsets, yarn=yarn, ties=sw.ties,
                      loops=sw.loops, stitches=stitches, courses=courses,
                      straight=np.concatenate([sw.cast_on, sw.bind_off]),
@@ -514,6 +498,24 @@ def _preset(key: str, name: str, preset_directory) -> MaterialParams:
         # "material: unknown preset ..." is reported at the scene key; a broken preset file
         # keeps its own key ("preset cotton.area_density: ...") inside the message.
         raise SceneError(key, err.problem if err.key == "material" else str(err)) from None
+
+
+def _pin_weights_motion(table: str, values: dict, count: int, base_dir: Path, frames: int,
+                        noun: str, nouns: str) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """A [cloth] or [knit] table's ``pin_weights`` (count,) and ``pin_motion`` positions
+    (frames + 1, count, 3) [m] for its ``count`` pins, each None where not given; ``noun``
+    and ``nouns`` name what is pinned in the errors ("vertex", "vertices")."""
+    weights = None
+    if "pin_weights" in values:
+        weights = np.array(values["pin_weights"], dtype=np.float64)
+        if len(weights) != count:
+            raise SceneError(f"{table}.pin_weights", f"expected {count} weights (one per "
+                                                     f"pinned {noun}), got {len(weights)}")
+    targets = None
+    if "pin_motion" in values:
+        targets = _npz_positions(f"{table}.pin_motion", values["pin_motion"], base_dir,
+                                 (frames + 1, count, 3), f"pinned {nouns}")
+    return weights, targets
 
 
 def _pins(key: str, indices: list[int], vertex_count: int) -> np.ndarray:
