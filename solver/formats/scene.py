@@ -329,9 +329,8 @@ def _cloth(table: dict, base_dir: Path, frames: int, preset_directory) -> ClothS
         material = dataclasses.replace(material, seam_force=values["seam_force"])
     seams = _seams("cloth.seams", values.get("seams", []), mesh)
 
-    pins = _pins("cloth.pin", values.get("pin", []), mesh.vertex_count)
-    weights, targets = _pin_weights_motion("cloth", values, len(pins), base_dir, frames,
-                                           "vertex", "vertices")
+    pins, weights, targets = _pin_fields("cloth", values, mesh.vertex_count, base_dir, frames,
+                                         "vertex", "vertices")
     grain = None
     if "grain" in values:
         grain = np.array(values["grain"], dtype=np.float64)
@@ -363,18 +362,10 @@ def _knit(table: dict, base_dir: Path, frames: int) -> YarnSetup:
     world = np.stack([g[:, 0], -g[:, 2], g[:, 1]], axis=1)
     world += np.asarray(values.get("center", (0.0, 0.0, 0.0))) \
         - 0.5 * (world.min(axis=0) + world.max(axis=0))
-    pin = values.get("pin", "none")
-    if isinstance(pin, str):
-        if pin not in ("top", "none"):
-            raise SceneError("knit.pin", f'expected "top", "none" or point indices, got '
-                                         f"{_show(pin)}")
-        pins = sw.top_course if pin == "top" else np.zeros(0, np.int64)
-    else:
-        _numbers(None, FieldSpec("", "point index", 0, 2**31 - 1, integer=True))("knit.pin",
-                                                                                 pin)
-        pins = _pins("knit.pin", pin, len(world))
-    weights, targets = _pin_weights_motion("knit", values, len(pins), base_dir, frames,
-                                           "point", "points")
+    pins, weights, targets = _pin_fields("knit", values, len(world), base_dir, frames,
+                                         "point", "points",
+                                         named={"top": sw.top_course,
+                                                "none": np.zeros(0, np.int64)})
     return YarnSetup(positions=world, yarn_offsets=sw.yarn_offsets, yarn=yarn, ties=sw.ties,
                      loops=sw.loops, stitches=stitches, courses=courses,
                      straight=np.concatenate([sw.cast_on, sw.bind_off]),
@@ -500,34 +491,43 @@ def _preset(key: str, name: str, preset_directory) -> MaterialParams:
         raise SceneError(key, err.problem if err.key == "material" else str(err)) from None
 
 
-def _pin_weights_motion(table: str, values: dict, count: int, base_dir: Path, frames: int,
-                        noun: str, nouns: str) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """A [cloth] or [knit] table's ``pin_weights`` (count,) and ``pin_motion`` positions
-    (frames + 1, count, 3) [m] for its ``count`` pins, each None where not given; ``noun``
-    and ``nouns`` name what is pinned in the errors ("vertex", "vertices")."""
+def _pin_fields(table: str, values: dict, count: int, base_dir: Path, frames: int, noun: str,
+                nouns: str, named: dict[str, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """A [cloth] or [knit] table's pins: ``pin`` (indices below ``count``, each once, or one
+    of the names in ``named``), its ``pin_weights`` (one per pin) and ``pin_motion``
+    positions (frames + 1, pins, 3) [m]; (indices (N,), weights (N,) or None, positions or
+    None). ``noun`` and ``nouns`` name what is pinned in the errors ("vertex", "vertices")."""
+    pin = values.get("pin", [])
+    key = f"{table}.pin"
+    if isinstance(pin, str):
+        if not named or pin not in named:
+            choices = ", ".join(f'"{name}"' for name in named or ())
+            raise SceneError(key, f"expected {choices} or {noun} indices, got {_show(pin)}"
+                             if choices else f"expected {noun} indices, got {_show(pin)}")
+        pins = np.asarray(named[pin], dtype=np.int64)
+    else:
+        _numbers(None, FieldSpec("", f"{noun} index", 0, 2**31 - 1, integer=True))(key, pin)
+        seen: set[int] = set()
+        for i, index in enumerate(pin):
+            if index >= count:
+                raise SceneError(f"{key}[{i}]", f"{noun} index {index} out of range "
+                                                f"0..{count - 1}")
+            if index in seen:
+                raise SceneError(f"{key}[{i}]", f"{noun} {index} is pinned twice")
+            seen.add(index)
+        pins = np.array(pin, dtype=np.int64)
     weights = None
     if "pin_weights" in values:
         weights = np.array(values["pin_weights"], dtype=np.float64)
-        if len(weights) != count:
-            raise SceneError(f"{table}.pin_weights", f"expected {count} weights (one per "
+        if len(weights) != len(pins):
+            raise SceneError(f"{table}.pin_weights", f"expected {len(pins)} weights (one per "
                                                      f"pinned {noun}), got {len(weights)}")
     targets = None
     if "pin_motion" in values:
         targets = _npz_positions(f"{table}.pin_motion", values["pin_motion"], base_dir,
-                                 (frames + 1, count, 3), f"pinned {nouns}")
-    return weights, targets
-
-
-def _pins(key: str, indices: list[int], vertex_count: int) -> np.ndarray:
-    seen: set[int] = set()
-    for i, index in enumerate(indices):
-        if index >= vertex_count:
-            raise SceneError(f"{key}[{i}]", f"vertex index {index} out of range "
-                                            f"0..{vertex_count - 1}")
-        if index in seen:
-            raise SceneError(f"{key}[{i}]", f"vertex {index} is pinned twice")
-        seen.add(index)
-    return np.array(indices, dtype=np.int64)
+                                 (frames + 1, len(pins), 3), f"pinned {nouns}")
+    return pins, weights, targets
 
 
 _SEAM_VERTEX = FieldSpec("", "vertex index", 0, 2**31 - 1, integer=True)
