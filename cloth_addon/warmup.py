@@ -31,28 +31,11 @@ from pathlib import Path
 import bpy
 
 from ..solver import warmup as solver_warmup
+from . import child_python
 
 MESSAGE = "Compiling solver kernels (first bake only)…"
 
-# The warm-up process. It imports the solver under the very module names Blender gives it
-# ("bl_ext.<repo>.cloth_solver.solver..." or "cloth_solver.solver..."): numba's cached kernels
-# record their module's name and import it when loaded, so kernels cached under another name
-# ("solver...") fail to load in Blender. The add-on's own packages above the solver are
-# stand-ins (their __init__ imports bpy).
-CHILD = """
-import importlib, sys, types
-root, package, expect = sys.argv[1:4]
-parts = package.split(".")
-for i in range(1, len(parts) + 1):
-    name = ".".join(parts[:i])
-    module = types.ModuleType(name)
-    module.__path__ = [root] if i == len(parts) else []
-    sys.modules[name] = module
-warmup = importlib.import_module(package + ".solver.warmup")
-sys.exit(warmup.run(expect=expect, log=lambda text: print(text, flush=True)))
-"""
 ENV = "CLOTH_SOLVER_WARMUP"
-ROOT = Path(__file__).resolve().parent.parent  # the folder that holds solver/
 LOG_NAME = "cloth_solver_warmup.log"
 POLL_S = 0.5
 
@@ -110,20 +93,11 @@ def start() -> str:
     if python is None:
         return "no Python"
     Path(cache).mkdir(parents=True, exist_ok=True)
-    path = [p for p in sys.path if p]  # Blender's numpy, the extension's numba and scipy
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "PYTHONPATH": os.pathsep.join(path)}
-    package = __package__.rpartition(".")[0]
-    # The working folder is the cache's: an upgrade of the add-on replaces ROOT.
-    options = {}
-    if os.name == "nt":
-        options["creationflags"] = subprocess.CREATE_NO_WINDOW
-    else:
-        options["start_new_session"] = True  # Ctrl+C in Blender's terminal does not stop it
+    # The working folder is the cache's: an upgrade of the add-on replaces its folder.
     with open(Path(cache) / LOG_NAME, "w", encoding="utf-8") as log:
-        _process = subprocess.Popen(
-            [python, "-s", "-c", CHILD, str(ROOT), package, solver_warmup.stamp()],
-            cwd=cache, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-            **options)
+        _process = child_python.start(
+            python, "solver.warmup:run", solver_warmup.stamp(), {"NUMBA_CACHE_DIR": cache},
+            cwd=cache, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     _watch()
     return "started"
 

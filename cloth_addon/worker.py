@@ -10,8 +10,8 @@ all; the main thread only unpickles the frames it receives.
 
 The worker is Blender's own Python (warmup.python_executable), started at the first bake beside
 the UI with Blender's sys.path and numba cache, importing the solver under the very module names
-Blender gives it (numba's cached kernels record them; see warmup.py), without bpy. It stays for
-the next bake (kernels stay loaded) and ends with Blender: its stdin closes. Tasks
+Blender gives it (numba's cached kernels record them: child_python.py), without bpy. It stays
+for the next bake (kernels stay loaded) and ends with Blender: its stdin closes. Tasks
 (runner.Task) and messages (runner.Built, Frame, Failed, Ended) travel pickled: commands on its
 stdin, messages on a copy of its stdout (anything the solver prints goes to stderr). Stop is a
 command (the worker ends after its frame); a worker still busy when the next bake starts is
@@ -29,32 +29,13 @@ import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any
 
-from . import runner
+from . import child_python, runner
 
-# Starts the worker: stand-ins for the packages above the solver and for the add-on package
-# (their __init__ imports bpy), then this module's serve().
-CHILD = """
-import importlib, os, sys, types
-root, package = sys.argv[1:3]
-parts = package.split(".")
-for i in range(1, len(parts) + 1):
-    name = ".".join(parts[:i])
-    module = types.ModuleType(name)
-    module.__path__ = [root] if i == len(parts) else []
-    sys.modules[name] = module
-addon = types.ModuleType(package + ".cloth_addon")
-addon.__path__ = [os.path.join(root, "cloth_addon")]
-sys.modules[addon.__name__] = addon
-importlib.import_module(package + ".cloth_addon.worker").serve(sys.argv[3])
-"""
 # The worker's exit status when its Python, numba or numpy is not Blender's (it would compile
 # into Blender's numba cache what Blender cannot load).
 OTHER_PYTHON = 3
-ROOT = Path(__file__).resolve().parent.parent  # the folder that holds solver/ and cloth_addon/
-PACKAGE = __package__.rpartition(".")[0]  # the add-on's package ("bl_ext.….cloth_solver")
 
 _worker: "Worker | None" = None
 _refused = ""  # why the worker cannot be used in this session ('' : it can)
@@ -65,20 +46,12 @@ class Worker:
     """The worker process and the thread that reads its messages into the current runner."""
 
     def __init__(self, python: str):
-        path = [p for p in sys.path if p]  # Blender's numpy, the extension's numba and scipy
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-        options = {}
-        if os.name == "nt":
-            options["creationflags"] = subprocess.CREATE_NO_WINDOW
-        else:
-            options["start_new_session"] = True  # Ctrl+C in Blender's terminal does not end it
         global _stamp
         if not _stamp:
             from ..solver import warmup as solver_warmup
             _stamp = solver_warmup.stamp()
-        self.process = subprocess.Popen(
-            [python, "-s", "-c", CHILD, str(ROOT), PACKAGE, _stamp], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=None, env=env, **options)
+        self.process = child_python.start(python, "cloth_addon.worker:serve", _stamp,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.current: ProcessRunner | None = None
         self._exit: int | None = None  # the process's exit status once its reader saw it end
         self._lock = threading.Lock()

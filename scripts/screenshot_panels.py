@@ -40,6 +40,7 @@ import bpy
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timer_steps import run_steps  # noqa: E402
+from window_areas import properties_area  # noqa: E402
 
 OUT = sys.argv[sys.argv.index("--") + 1]
 WIDTH = 320  # px: Blender's default Properties editor at resolution scale 1
@@ -67,20 +68,6 @@ def build():
     sc.frame_start, sc.frame_end = 1, 12
     bpy.context.view_layer.objects.active = cloth
     return cloth, floor
-
-
-def props_area():
-    """A full-height Properties editor WIDTH px wide, split off the left of the 3D view (the
-    splash screen in the middle of the window stays clear of it)."""
-    win = bpy.context.window_manager.windows[0]
-    view3d = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    before = set(win.screen.areas[:])
-    with bpy.context.temp_override(window=win, screen=win.screen, area=view3d):
-        bpy.ops.screen.area_split(direction="VERTICAL", factor=WIDTH / view3d.width)
-    new = [a for a in win.screen.areas if a not in before] or [view3d]
-    area = min([*new, view3d], key=lambda a: abs(a.width - WIDTH))
-    area.type = "PROPERTIES"
-    return win, area
 
 
 def shot(name, win, area):
@@ -115,7 +102,7 @@ def crop(path, margin=12):
 
 def steps():
     cloth, floor = build()
-    win, area = props_area()
+    win, area = bpy.context.window_manager.windows[0], properties_area(WIDTH)
     yield 1.0
     area.spaces[0].context = "PHYSICS"
     yield 1.0

@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from timer_steps import run_steps  # noqa: E402
+from window_areas import properties_area, window_context  # noqa: E402
 
 ARGS = sys.argv[sys.argv.index("--") + 1:]
 OUT = Path(ARGS[0])
@@ -113,26 +114,6 @@ def build():
     return sheet
 
 
-def window_context(area=None):
-    win = bpy.context.window_manager.windows[0]
-    if area is None:
-        return bpy.context.temp_override(window=win, screen=win.screen)
-    return bpy.context.temp_override(window=win, screen=win.screen, area=area)
-
-
-def props_area(width=320):
-    """A Properties editor on the Physics tab, split off the left of the 3D view."""
-    win = bpy.context.window_manager.windows[0]
-    view3d = next(a for a in win.screen.areas if a.type == "VIEW_3D")
-    before = set(win.screen.areas[:])
-    with window_context(view3d):
-        bpy.ops.screen.area_split(direction="VERTICAL", factor=width / view3d.width)
-    new = [a for a in win.screen.areas if a not in before] or [view3d]
-    area = min([*new, view3d], key=lambda a: abs(a.width - width))
-    area.type = "PROPERTIES"
-    return area
-
-
 def frame_view(view3d) -> None:
     """The 3D view looking at the sheet and sphere from the front, slightly above."""
     space = view3d.spaces[0]
@@ -195,7 +176,7 @@ def last_report() -> str:
 
 def steps():
     sheet = build()
-    props = props_area()
+    props = properties_area()
     view3d = next(a for a in bpy.context.window_manager.windows[0].screen.areas
                   if a.type == "VIEW_3D")
     frame_view(view3d)

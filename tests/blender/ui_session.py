@@ -20,6 +20,7 @@ import bpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from timer_steps import run_steps  # noqa: E402
+from window_areas import window_context  # noqa: E402
 
 OUT = Path(sys.argv[sys.argv.index("--") + 1])
 RESULT: dict = {"steps": []}
@@ -55,11 +56,6 @@ def state() -> dict:
 def record(name: str) -> None:
     RESULT["steps"].append([name, state()])
     OUT.write_text(json.dumps(RESULT, indent=1))
-
-
-def window_context():
-    win = bpy.context.window_manager.windows[0]
-    return bpy.context.temp_override(window=win, screen=win.screen)
 
 
 def click_bake() -> None:

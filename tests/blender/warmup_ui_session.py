@@ -16,6 +16,7 @@ import bpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from timer_steps import run_steps  # noqa: E402
+from window_areas import window_context  # noqa: E402
 
 OUT = Path(sys.argv[sys.argv.index("--") + 1])
 RESULT: dict = {}
@@ -23,11 +24,6 @@ RESULT: dict = {}
 
 def _module(suffix):
     return next(m for name, m in sys.modules.items() if name.endswith(suffix))
-
-
-def window_context():
-    win = bpy.context.window_manager.windows[0]
-    return bpy.context.temp_override(window=win, screen=win.screen)
 
 
 def jobs() -> int:
