@@ -81,6 +81,9 @@ class Group:
     model_name: str = ""  # once built
     piece_offsets: Any = None  # each cloth's first vertex in the positions (None: one)
     frames: list = field(default_factory=list)  # positions (P, 3) world [m]; [0] = first frame
+    # frame index -> (its world positions, BakeJob._local of them): converted as each frame is
+    # shown, so writing the keys at the end does not convert every frame again
+    local: dict = field(default_factory=dict)
     wall_time_s: float = 0.0
     max_strain: float = 0.0
     deepest_penetration_m: float = 0.0
@@ -631,10 +634,15 @@ class BakeJob:
         keys' positions before their user-key offsets are taken off)."""
         offsets = g.piece_offsets
         world = g.frames[f]
+        known = g.local.get(f)
+        if known is not None and known[0] is world:
+            return known[1]
         out = []
         for i, c in enumerate(g.cloths):
             part = world if offsets is None else world[offsets[i]:offsets[i + 1]]
             out.append((c, to_local(part, c.matrices[f], c.name)))
+        if self.live is not None or self.cache_folder is not None:  # shown: _write needs it
+            g.local[f] = (world, out)
         return out
 
     def _show(self, g: Group, f: int) -> None:
