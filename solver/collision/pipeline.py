@@ -147,6 +147,8 @@ class CollisionHandler:
         self._self_only = False
         # cloth vertices in a cloth–cloth contact or collision on the last resolved path
         self.self_contact_vertices = np.zeros(V, bool)
+        # ... and in a contact or collision with a collider (sphere, plane or mesh)
+        self.collider_contact_vertices = np.zeros(V, bool)
         # (V,) bool or None: cloth vertices left out of cloth–cloth contacts while the cloth is
         # being untangled (self_untangle.py)
         self.excluded = None
@@ -196,7 +198,8 @@ class CollisionHandler:
                                                      moved)
         if moved is None:  # every pair is tested: the marks start afresh
             self.self_contact_vertices[:] = False
-        self._mark_self_contacts(idx, analytic)
+            self.collider_contact_vertices[:] = False
+        self._mark_contacts(idx, analytic)
         stats.contacts += len(idx)
         pushed = np.zeros(len(U), np.uint8)
         if len(idx):
@@ -218,7 +221,7 @@ class CollisionHandler:
         for _ in range(CCD_ROUNDS):
             idx, rec, analytic, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im,
                                                    h, c0, c1, retest, known=pending)
-            self._mark_self_contacts(idx, analytic)
+            self._mark_contacts(idx, analytic)
             pending = None
             hits = len(idx)
             if hits == 0:
@@ -262,14 +265,19 @@ class CollisionHandler:
             self._self_only = False
             self._pair_cache = None
 
-    def _mark_self_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
+    def _mark_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
         """Add the cloth vertices of cloth–cloth records (idx (K, 4), analytic (K,) bool) to
-        self_contact_vertices."""
-        if not self.self_collision or len(idx) == 0:
+        self_contact_vertices and those of collider records to collider_contact_vertices."""
+        if len(idx) == 0:
             return
+        V = self.V
+        self.collider_contact_vertices[idx[analytic, 0]] = True
         rows = idx[~analytic]
-        rows = rows[np.all(rows < self.V, axis=1)]  # no collider-mesh point
-        self.self_contact_vertices[rows.reshape(-1)] = True
+        cloth = np.all(rows < V, axis=1)  # no collider-mesh point
+        held = rows[~cloth].reshape(-1)
+        self.collider_contact_vertices[held[held < V]] = True
+        if self.self_collision:
+            self.self_contact_vertices[rows[cloth].reshape(-1)] = True
 
     def _contacts(self, mode, analytic_scale, P0, U, im, h, c0, c1, moved=None, known=None):
         """All contacts (REPULSION) or collisions (CONTINUOUS) of the path P0 → P0 + h·U:

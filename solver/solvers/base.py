@@ -23,6 +23,11 @@ from ..strain_limit import apply_strain_limit, tethers
 # (docs/solver.md, "Strain rounds after collisions").
 STRAIN_SLACK = 0.02
 STRAIN_ROUNDS = 16
+# In those rounds a vertex the pipeline holds against a collider moves as if this many times
+# heavier: the collider has the last word, so an edge from it to free cloth is shortened at the
+# free end. Moved equally, the limiter pulled it back into a rising arm and the next resolve
+# pushed it out again until the rounds ran out, stretching the sleeve over it.
+HELD_MASS = 100.0
 # A material without a strain limit still must not be stretched by collision pushes: those
 # rounds then hold edges to this strain (without it a draped cloth spiked far past any fabric's
 # stretch; docs/solver.md, "Strain rounds after collisions").
@@ -114,9 +119,10 @@ class ClothSolver:
         self.collision_stats.add(stats)
         touched = stats.contacts + stats.collisions > 0
         if touched:
+            held = c.collider_contact_vertices
             for _ in range(STRAIN_ROUNDS):
                 before = self.x.copy()
-                if not self._limit_strain(h, only_if_over=True):
+                if not self._limit_strain(h, only_if_over=True, held=held):
                     break
                 # A resolve leaves every pair free of crossings on its path, so the next one
                 # need only test pairs the strain limiter moved: a small share of the vertices
@@ -152,10 +158,12 @@ class ClothSolver:
             self.collisions.self_contact_vertices[:] = touched
             self.collisions._pair_cache = pairs  # replaced, never written into, by a step
 
-    def _limit_strain(self, dt: float, only_if_over: bool = False) -> int:
+    def _limit_strain(self, dt: float, only_if_over: bool = False,
+                      held: np.ndarray | None = None) -> int:
         """Apply the material's strain limit after a step of length dt; returns passes.
         only_if_over: do nothing (return 0) unless an edge exceeds the limit by more than
-        STRAIN_SLACK of it."""
+        STRAIN_SLACK of it. held: (V,) bool, vertices that move as if HELD_MASS times
+        heavier."""
         s = self.model.max_strain
         if s is None:
             if not only_if_over:  # only the collision rounds guard unlimited materials
@@ -170,8 +178,11 @@ class ClothSolver:
             graph = np.concatenate([m.edges, m.diagonals])
             length = np.linalg.norm(pos[graph[:, 1]] - pos[graph[:, 0]], axis=1)
             self._tethers = tethers(graph, length, m.vertex_count, self.fixed)
+        inv_mass = self.inv_mass
+        if held is not None and held.any():
+            inv_mass = np.where(held, inv_mass / HELD_MASS, inv_mass)
         return apply_strain_limit(self.x, self.v, dt, m.edges, m.edge_rest_length,
-                                  self.inv_mass, self._tethers, s,
+                                  inv_mass, self._tethers, s,
                                   self.settings.strain_limit_iterations)
 
     def elastic_energy(self) -> float:
