@@ -20,6 +20,9 @@ For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
   pulled steadily at 0.1 m/s it was most of the measured force, ~50 mN); the clamp force [N]
   from the yarn's contact, length-constraint and bending forces on the moved points
   (YarnSolver.pin_reaction), along the course and along the wale;
+- with the stretch, for the ``--unedged`` patterns (garter): the course stretch of a swatch
+  made without its cast-on and bind-off yarns, to ``COURSE`` + 0.2 strain (what the edge
+  yarns, glued along the course, hold back);
 - throughout: yarn length change and the closest non-neighbouring pair (in diameters).
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_validation.py --size 10 10 --out X.json
@@ -42,6 +45,7 @@ from solver.params import SolverSettings, YarnParams
 from solver.spec import Collider
 from solver.yarn import (YarnColliders, YarnSolver, build_yarn_model, knit_swatch, relax_setup,
                          swatch_setup)
+from solver.solvers.base import FrameTargets
 from solver.yarn.dynamics import Stepping, YarnStepError
 
 W, H = 5.6e-3, 4.2e-3          # worsted gauge: stitch width and course height [m]
@@ -62,9 +66,9 @@ def dims(c, S, C):
     return float(width), float(height)
 
 
-def relaxed_swatch(pattern, S, C, p):
+def relaxed_swatch(pattern, S, C, p, edges=True):
     """(Swatch, its YarnSetup at rest, Relaxed, seconds the relaxation took)."""
-    sw = knit_swatch(pattern, S, C, W, H, p.radius)
+    sw = knit_swatch(pattern, S, C, W, H, p.radius, edges=edges)
     t0 = time.perf_counter()
     setup, rel = relax_setup(swatch_setup(sw, p), duration=0.02)
     return sw, setup, rel, time.perf_counter() - t0
@@ -124,7 +128,7 @@ def curl(sw, setup, S, C, p, settle, table):
 
 def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping):
     """Force–extension by hold-and-measure: the clamp moves to each strain level (every
-    ``step``) over ``ramp`` seconds, then holds for ``hold`` seconds; the force is the mean over
+    ``step``) at a steady speed over ``ramp`` seconds (a moving hard pin), then holds for ``hold`` seconds; the force is the mean over
     the last fifth of the hold (the static force; damping only speeds the settling).
 
     Strain 0 is the relaxed swatch (Kaldor's rest state, relaxed with 1/1000 of the bending):
@@ -141,21 +145,23 @@ def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping
                   stepping=Stepping(damping_rate=damping))
     L0 = sim.yarn_lengths()[0]
     span0 = float(x[pulled, axis].mean() - x[fixed, axis].mean())
-    n_ramp = max(1, round(ramp / sim.h))
+    hard = sim.model.hard_pins
+    is_pulled = np.isin(hard, pulled)
+    no_soft = np.zeros((0, 3))
     n_hold = max(5, round(hold / sim.h))
     curve = []
     failed = None
     for level in np.arange(0.0, max_strain + 1e-9, step):
         target = span0 * (1 + level)
         now = float(sim.x[pulled, axis].mean() - sim.x[fixed, axis].mean())
-        dx = (target - now) / n_ramp
         forces = []
         try:
-            for _ in range(n_ramp):
-                moved = sim.x.copy()
-                moved[pulled, axis] += dx
-                sim.x = moved
-                sim.step()
+            # the clamp moves at a finite speed, as the model's moving pins do (linearly over
+            # the ramp): a step that is halved halves the clamp's move with it
+            start = sim.x[hard].copy()
+            end = start.copy()
+            end[is_pulled, axis] += target - now
+            sim.step_frame(sim.time, ramp, FrameTargets(start, end, no_soft, no_soft))
             for k in range(n_hold):
                 sim.step()
                 if k >= n_hold - n_hold // 5:
@@ -181,6 +187,8 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=0.004, help="clamp move per level [s]")
     ap.add_argument("--hold", type=float, default=0.025, help="hold per level [s]")
     ap.add_argument("--damping", type=float, default=300.0, help="stretch damping [1/s]")
+    ap.add_argument("--unedged", nargs="*", default=["garter"],
+                    help="patterns also stretched along the course without edge yarns")
     ap.add_argument("--out", type=Path, default=None, help="JSON results")
     ap.add_argument("--positions", type=Path, default=None,
                     help="NPZ of the relaxed and table-settled positions (for rendering)")
@@ -223,6 +231,17 @@ def main() -> None:
                       f"  {out['wall_s']:.0f} s"
                       + (f"  FAILED at {out['failed']['strain']:.2f}: {out['failed']['error']}"
                          if out["failed"] else ""), flush=True)
+        if "stretch" in args.parts and pattern in args.unedged:
+            usw, usetup, _, _ = relaxed_swatch(pattern, S, C, p, edges=False)
+            t0 = time.perf_counter()
+            out = stretch(usw, usetup, S, C, p, "course", args.max_strain[0] + 0.2,
+                          args.strain_step, args.ramp, args.hold, args.damping)
+            out["wall_s"] = time.perf_counter() - t0
+            r["stretch_course_unedged"] = out
+            pts = " ".join(f"{s:.2f}:{f * 1e3:.2f}" for s, f, _ in out["curve"])
+            print(f"{pattern:12s} stretch course without edges strain:force[mN] {pts}"
+                  + (f"  FAILED at {out['failed']['strain']:.2f}" if out["failed"] else ""),
+                  flush=True)
         arrays[f"{pattern}_offsets"] = sw.yarn_offsets
     if "dims" in args.parts and {"stockinette", "garter", "rib2x2"} <= set(res["patterns"]):
         pr = res["patterns"]
