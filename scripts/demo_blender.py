@@ -5,10 +5,12 @@ Scene: a cotton flag held along its hoist edge on a pole, flying in a gusty 5 m/
 travel with the wind, so they ripple across it); a denim sheet falling over a sphere onto the
 floor (both are colliders); a sleeve sewn from two flat cotton panels around a horizontal arm
 (the mesh's loose edges are its seams, Sewing on); a 2×2 rib cuff knitted yarn by yarn (Add >
-Knit Swatch, the yarn model) hanging from a needle, which a ball rolls into and out of again. Writes into
-``--out`` (default ``out/``): ``demo.blend``, ``frames/frame_####.png``, ``demo.gif``,
-``garment.png`` (close-ups of the sleeve at frames 1, 4, 8 and 48), ``knit.png`` (close-ups of
-the cuff at frames 1, 8, 16 and 48) and ``demo.json`` (timings).
+Knit Swatch, the yarn model) hanging from a needle, which a ball rolls into and out of again; a
+tee worn on a faceted mannequin that turns and lifts its arms (its four parts are colliders,
+keyframed). Writes into ``--out`` (default ``out/``): ``demo.blend``, ``frames/frame_####.png``,
+``demo.gif``, ``garment.png`` (close-ups of the sleeve at frames 1, 4, 8 and 48), ``knit.png``
+(close-ups of the cuff at frames 1, 8, 16 and 48), ``tee.png`` (the tee at frames 1, 16, 32 and
+48) and ``demo.json`` (timings).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(1, str(ROOT / "tests"))  # garments.py: the tee, the mannequin, its motion
+sys.path.insert(2, str(ROOT))  # ... which reads them with the solver's OBJ reader
 import dev_addon  # noqa: E402
 import render_scene as rs  # noqa: E402
 
@@ -86,10 +90,13 @@ def build_scene(bpy, np):
     # Knit: a rib cuff on a needle, pushed by a ball (the yarn model).
     cuff = knit_cuff(bpy, KNIT)
 
+    # Tee: worn on a faceted mannequin that turns and lifts its arms (animated colliders).
+    tee = worn_tee(bpy, MANNEQUIN)
+
     # Camera (aimed between flag and sphere), light, sky.
     rs.camera(bpy, scene, (2.4, -4.3, 1.9), (-0.05, 0.0, 0.85), lens=32)
     rs.sun_and_sky(bpy, scene, (50, 10, 30), 3.5, (0.55, 0.65, 0.8), 0.7)
-    return [flag, sheet, garment], cuff
+    return [flag, sheet, garment, tee], cuff
 
 
 def collider_sphere(bpy, name, radius, location, rgb, thickness):
@@ -140,6 +147,66 @@ def sleeve(bpy, np, arm):
     s.use_sewing = True  # the loose edges are seams (Blender's own Sewing checkbox)
     s.self_collision = True
     return obj
+
+
+# where the mannequin stands [m], facing −Y: outside the main camera's view (the tee has its own
+# close-up)
+MANNEQUIN = (-2.6, -2.8, 0.0)
+
+
+def worn_tee(bpy, location):
+    """A cotton tee on a mannequin whose four parts (torso, head, arms: examples/garments/) are
+    colliders keyframed as tests/garments.py's worn scene moves them: the body turns by 60° and
+    lifts its arms by 50° over the demo's frames. The tee (examples/garments/tee.obj, 1.4k
+    irregular triangles) is the front and back panels of tee_panels.obj sewn round this body
+    by this project's solver (scripts/make_garments.py) and welded into one mesh."""
+    import garments
+
+    root = bpy.data.objects.new("Mannequin", None)  # turns the body about its vertical
+    bpy.context.scene.collection.objects.link(root)
+    root.location = location
+    skin = rs.material(bpy, "Mannequin", (0.8, 0.68, 0.55), 0.45)
+    parts = garments.body_parts()
+    # a stand from the floor to the torso, on the axis the body turns about; for the eye only
+    bottom = min(float(m.positions[:, 2].min()) for m in parts.values())
+    bpy.ops.mesh.primitive_cylinder_add(radius=0.015, depth=bottom, vertices=16,
+                                        location=(location[0], location[1], 0.5 * bottom))
+    stand = bpy.context.object
+    stand.name = "Stand"
+    stand.data.materials.append(rs.material(bpy, "Stand", (0.2, 0.2, 0.22), 0.3))
+    joints = {}
+    for name, mesh in parts.items():
+        parent, offset = root, (0.0, 0.0, 0.0)
+        if name.startswith("arm_"):  # an arm turns about its shoulder joint
+            sign = 1.0 if name.endswith("_r") else -1.0
+            offset = tuple(garments.SHOULDER * (sign, 1.0, 1.0))
+            joint = bpy.data.objects.new(f"Shoulder {name[-1].upper()}", None)
+            bpy.context.scene.collection.objects.link(joint)
+            joint.parent, joint.location = root, offset
+            joints[joint] = sign
+            parent = joint
+        obj = rs.mesh_object(bpy, f"Body {name}", mesh.positions - offset, mesh.faces(), skin,
+                             smooth=False)
+        obj.parent = parent
+        obj.cloth_solver.role = "COLLIDER"
+        obj.cloth_solver.thickness = garments.BODY_THICKNESS
+    turns, lifts = garments.body_motion(FRAMES[1] - FRAMES[0])
+    for k, (turn, lift) in enumerate(zip(turns, lifts)):
+        root.rotation_euler = (0.0, 0.0, float(turn))
+        root.keyframe_insert("rotation_euler", frame=FRAMES[0] + k)
+        for joint, sign in joints.items():
+            joint.rotation_euler = (0.0, -sign * float(lift), 0.0)
+            joint.keyframe_insert("rotation_euler", frame=FRAMES[0] + k)
+    mesh = garments.garment("tee")
+    tee = rs.mesh_object(bpy, "Tee", mesh.positions, mesh.faces(),
+                         rs.material(bpy, "Tee", (0.5, 0.07, 0.06), 0.75))
+    tee.location = location
+    s = tee.cloth_solver
+    s.role = "CLOTH"
+    bpy.context.view_layer.objects.active = tee
+    bpy.ops.cloth_solver.preset_apply(name="cotton")
+    s.self_collision = True
+    return tee
 
 
 # The cuff: where its middle starts [m], stitches and courses, yarn friction; the ball's radius
@@ -248,6 +315,11 @@ def main():
     knit = render_closeup(bpy, scene, out, "knit", (kx + 0.12, ky - 0.07, kz + 0.03),
                           (kx, ky + 0.012, kz - 0.008), (1, 8, 16, 48))
     print(f"demo: the knit cuff at frames 1, 8, 16 and 48 -> {knit}", flush=True)
+    (mx, my, mz) = MANNEQUIN
+    tee = render_closeup(bpy, scene, out, "tee", (mx + 0.9, my - 2.2, mz + 1.5),
+                         (mx, my, mz + 1.2), (1, 16, 32, 48))
+    print(f"demo: the tee on the turning mannequin at frames 1, 16, 32 and 48 -> {tee}",
+          flush=True)
 
     from PIL import Image
     images = [Image.open(p).convert("RGB") for p in paths]
