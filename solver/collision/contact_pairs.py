@@ -53,7 +53,10 @@ FRICTION_SPEED = 1.0e-3  # [m/s] ε_v: static friction creeps at most this fast
 SHIELD_WEIGHT = 0.25
 SHIELD_COS = 0.7
 MARGIN_MIN = 2.0e-3      # [m]
-MARGIN_MAX = 1.0e-2      # [m]: bounds the set's size when the cloth moves fast
+# [m]: bounds the set's size when the cloth moves fast. Such a set is searched at every step,
+# and the search grows with M (docs/solver.md, "Contact inside the solve"); motion of
+# centimetres per step outruns any margin of millimetres, so a larger M buys little coverage.
+MARGIN_MAX = 5.0e-3
 REBUILD_STEPS = 4        # steps of the fastest predicted motion a new margin allows for
 REACH = 2.0              # predicted motion × REACH: the solved motion may exceed the prediction
 

@@ -252,6 +252,35 @@ def _slots_of(row_ptr, col, rows, cols):
     return out
 
 
+@njit
+def point_block_slots(row_ptr, col, points, out):
+    """Slots in a CSR pattern of the blocks (points[k, a], points[k, b]) of every group k of
+    P points, written to out (K, P·P) at P·a + b (−1 where either point is −1, a point with
+    no unknown). True when every block is in the pattern; False at the first one that is not
+    (out is then incomplete)."""
+    P = points.shape[1]
+    for k in range(points.shape[0]):
+        for a in range(P):
+            i = points[k, a]
+            for b in range(P):
+                j = points[k, b]
+                if i < 0 or j < 0:
+                    out[k, P * a + b] = -1
+                    continue
+                lo, hi = row_ptr[i], row_ptr[i + 1]
+                end = hi
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if col[mid] < j:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo == end or col[lo] != j:
+                    return False
+                out[k, P * a + b] = lo
+    return True
+
+
 def extend_pattern(asm: Assembly, pairs: np.ndarray) -> ExtendedPattern:
     """``asm`` with the blocks (i, j) and (j, i) of every vertex pair (P, 2) added."""
     V = len(asm.row_ptr) - 1

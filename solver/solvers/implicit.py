@@ -25,7 +25,8 @@ from ..linalg.cg import dot3, mpcg
 from ..linalg.deflation import RecycledSpace
 from ..linalg.incomplete_cholesky import IncompleteCholesky
 from ..linalg.preconditioner import BlockJacobi, LaggedFactor
-from ..linalg.sparse import add_scaled_identity, copy_blocks, extend_pattern, scatter_blocks
+from ..linalg.sparse import (add_scaled_identity, copy_blocks, extend_pattern,
+                             point_block_slots, scatter_blocks)
 from ..model import ClothModel
 from ..params import SolverSettings
 from ..system import ForceSystem
@@ -108,6 +109,10 @@ class ImplicitSolver(ClothSolver):
         # (the set's pairs, ExtendedPattern, their slots (S, 16), preconditioner, A, its matrix)
         self._extended = None
         self._pair_slots = None  # the step's pairs' slots in it (K, 16)
+        # The step's pairs couple only points the elements already couple (cloth against a
+        # collider mesh: the points of one cloth triangle or edge), so their blocks go straight
+        # into A on the elements' pattern, with its own preconditioner.
+        self._in_pattern = False
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -116,6 +121,11 @@ class ImplicitSolver(ClothSolver):
         add_scaled_identity(self.A, diag, self._diag_mass)
         if self._factor_input is not self.A:
             copy_blocks(self._factor_input, self.A, diag)
+        if self._pairs is not None and self._in_pattern:
+            pairs, slots = self._pairs, self._pair_slots
+            add_pair_blocks(slots, pairs.w, self._pair_H, self.A)
+            if self._factor_input is not self.A:
+                add_pair_blocks(slots, pairs.w, self._pair_H, self._factor_input)
 
     def _solve(self, key, x) -> int:
         """Δv from A·Δv = rhs; ``key`` identifies the kind of matrix (a factor made for another
@@ -147,7 +157,7 @@ class ImplicitSolver(ClothSolver):
         """(pattern, A, the preconditioner's matrix, preconditioner) of the solve: the
         elements' own, or, with contact pairs this step, both matrices on the pattern extended
         by the pairs' couplings with their blocks added (forces/contact.py)."""
-        if self._pairs is None:
+        if self._pairs is None or self._in_pattern:  # (pair blocks, if any, added in _add_mass)
             return self.system.asm, self.A, self._factor_input, self.precond
         _, ext, _, pc, A, F = self._extended
         pairs, slots = self._pairs, self._pair_slots
@@ -180,12 +190,19 @@ class ImplicitSolver(ClothSolver):
         self._pairs = pairs
         self._pair_H = np.zeros((len(pairs), 3, 3))
         self._colliders_end = (c1.mesh_positions, (c1.mesh_positions - c0.mesh_positions) / h)
+        V = self.model.vertex_count
+        slots = np.empty((len(pairs), 16), np.int64)
+        asm = self.system.asm
+        self._in_pattern = point_block_slots(asm.row_ptr, asm.col,
+                                             np.where(pairs.idx < V, pairs.idx, -1), slots)
+        if self._in_pattern:
+            self._pair_slots = slots
+            return
         # The pattern holds the couplings of every pair of the set, so it (and the
         # preconditioner built for it) lasts as long as the set; a pair out of reach this step
         # adds nothing to its blocks.
         every = self.contact_state.idx
         if self._extended is None or not np.array_equal(self._extended[0], every):
-            V = self.model.vertex_count
             a = np.repeat(every, 4, axis=1)   # (S, 16): row point of block (a, b)
             b = np.tile(every, (1, 4))        # (S, 16): column point
             inner = (a < V) & (b < V)
