@@ -138,3 +138,32 @@ def test_pair_blocks_land_on_the_extended_pattern():
     add_pair_blocks(slots.reshape(-1, 16), w, H, out)
     expect = to_scipy(asm, base).toarray() + _dense(idx, w, H, V)
     np.testing.assert_allclose(to_scipy(ext.asm, out).toarray(), expect, atol=1e-12)
+
+
+def test_pairs_within_elements_land_on_the_elements_pattern():
+    """Pairs whose cloth points share an element (cloth against a collider: one cloth triangle
+    or edge) find every block in the elements' own pattern, and their blocks added there equal
+    the dense sum; a pair coupling points of different elements is refused."""
+    from solver.linalg.sparse import build_assembly, point_block_slots, to_scipy
+    rng = np.random.default_rng(2)
+    V = 9
+    tris = np.array([[0, 1, 2], [1, 2, 3], [4, 5, 6], [6, 7, 8]])
+    asm, _ = build_assembly([tris], V)
+    # collider point 9 or 10 against cloth triangle (1, 2, 3); cloth edge (6, 8) against a
+    # collider edge (9, 10)
+    idx = np.array([[9, 1, 2, 3], [6, 8, 9, 10], [10, 4, 5, 6]], np.int64)
+    b = rng.dirichlet(np.ones(3), 3)
+    w = np.c_[np.ones(3), -b]
+    w[1] = [0.3, 0.7, -0.4, -0.6]
+    H = rng.normal(size=(3, 3, 3))
+    H = H + H.transpose(0, 2, 1)
+    slots = np.empty((3, 16), np.int64)
+    assert point_block_slots(asm.row_ptr, asm.col, np.where(idx < V, idx, -1), slots)
+    assert np.all((slots >= 0) == np.repeat(idx < V, 4, axis=1) & np.tile(idx < V, (1, 4)))
+    base = rng.normal(size=(len(asm.col), 3, 3))
+    out = base.copy()
+    add_pair_blocks(slots, w, H, out)
+    expect = to_scipy(asm, base).toarray() + _dense(idx, w, H, V)
+    np.testing.assert_allclose(to_scipy(asm, out).toarray(), expect, atol=1e-12)
+    across = np.array([[3, 4, 5, 6]], np.int64)  # vertex 3 against a face of another piece
+    assert not point_block_slots(asm.row_ptr, asm.col, across, np.empty((1, 16), np.int64))

@@ -109,9 +109,9 @@ class ImplicitSolver(ClothSolver):
         # (the set's pairs, ExtendedPattern, their slots (S, 16), preconditioner, A, its matrix)
         self._extended = None
         self._pair_slots = None  # the step's pairs' slots in it (K, 16)
-        # The step's pairs couple only points the elements already couple (cloth against a
-        # collider mesh: the points of one cloth triangle or edge), so their blocks go straight
-        # into A on the elements' pattern, with its own preconditioner.
+        # True when the step's pairs couple only points the elements already couple (cloth
+        # against a collider mesh: the points of one cloth triangle or edge): their blocks then
+        # go straight into A on the elements' pattern, with its own preconditioner.
         self._in_pattern = False
 
     def _add_mass(self) -> None:
