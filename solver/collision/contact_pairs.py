@@ -283,8 +283,10 @@ class ContactPairs:
         fastest predicted motion ``reach`` (already scaled by REACH) [m]."""
         hd = self.handler
         V = self.V
-        margin = float(np.clip(self.activation + 2.0 * REBUILD_STEPS * reach,
-                               MARGIN_MIN, MARGIN_MAX))
+        # never below the activation distance's share plus MARGIN_MIN: thick cloth (d̂ − gap
+        # above MARGIN_MAX) would otherwise leave pairs already pressing out of the set
+        margin = float(np.clip(self.activation + 2.0 * REBUILD_STEPS * reach, MARGIN_MIN,
+                               max(MARGIN_MAX, self.activation + MARGIN_MIN)))
         self.cloth_tree.refit(P0[:V], P0[:V], self._cloth_pad + 0.5 * margin)
         pairs = []
         if hd.self_collision:
