@@ -167,3 +167,55 @@ def test_pairs_within_elements_land_on_the_elements_pattern():
     np.testing.assert_allclose(to_scipy(asm, out).toarray(), expect, atol=1e-12)
     across = np.array([[3, 4, 5, 6]], np.int64)  # vertex 3 against a face of another piece
     assert not point_block_slots(asm.row_ptr, asm.col, across, np.empty((1, 16), np.int64))
+
+
+def test_cloth_on_a_collider_mesh_solves_its_pairs_on_the_elements_pattern(monkeypatch):
+    """A sheet dropped onto a faceted sphere: every step's pairs (cloth against the collider
+    mesh) are solved on the elements' own pattern and preconditioner, and the bake agrees with
+    one that solves them on a pattern extended by their couplings (point_block_slots
+    refused)."""
+    from bodies import uv_sphere
+    from solver import ClothSetup, Collider, SimulationSpec, SolverSettings, grid_mesh, simulate
+    from solver.formats.presets import load_preset
+    from solver.solvers import implicit
+
+    sphere = Collider("mesh", mesh=uv_sphere(0.15, segments=16, rings=8), thickness=0.005,
+                      friction=0.3)
+    spec = SimulationSpec(ClothSetup(grid_mesh((0.4, 0.4), (11, 11), (0.0, 0.0, 0.17)),
+                                     load_preset("cotton")),
+                          SolverSettings(model="implicit"), frames=8, colliders=(sphere,))
+    found, real = [], implicit.point_block_slots
+
+    def spy(*args):
+        found.append(real(*args))
+        return found[-1]
+
+    monkeypatch.setattr(implicit, "point_block_slots", spy)
+    own = simulate(spec)
+    assert own.error is None and sum(f.solve_contacts for f in own.frames) > 0
+    assert found and all(found)
+    monkeypatch.setattr(implicit, "point_block_slots", lambda *args: False)
+    extended = simulate(spec)
+    for r in (own, extended):
+        assert all(f.collider_crossings == 0 and f.deepest_penetration_m == 0.0
+                   for f in r.frames)
+    # the same blocks either way (the extended pattern adds no coupling here); only a
+    # preconditioner's lagged factor may differ between the two
+    np.testing.assert_allclose(own.positions, extended.positions, atol=1e-3)
+
+
+def test_the_contact_sets_margin_is_capped_but_covers_thick_cloths_activation():
+    """A new set's margin allows for a few steps of the fastest motion, at most MARGIN_MAX
+    (5 mm) for thin cloth however fast it moves, and at least MARGIN_MIN; cloth whose
+    activation share d̂ − gap exceeds the cap is capped MARGIN_MIN beyond that share instead,
+    so pairs already pressing stay in the set and it covers some motion before the next
+    search."""
+    from solver.collision.contact_pairs import MARGIN_MAX, MARGIN_MIN, set_margin
+    thin = 0.5 * 0.002  # cotton's activation share (ACTIVATION × thickness) [m]
+    assert set_margin(thin, 0.0) == MARGIN_MIN
+    assert MARGIN_MIN < set_margin(thin, 2e-4) < MARGIN_MAX  # a few steps of slow motion
+    assert set_margin(thin, 0.05) == MARGIN_MAX <= 5e-3      # fast motion: capped
+    thick = 0.5 * 0.016
+    assert thick > MARGIN_MAX
+    assert set_margin(thick, 2e-4) > thick
+    assert set_margin(thick, 0.05) == pytest.approx(thick + MARGIN_MIN)

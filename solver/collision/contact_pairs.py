@@ -16,7 +16,7 @@ its activation distance d̂ this step. Displacements are measured against the cl
 keeps its set. A pile at rest keeps its set for many steps, so contact
 costs it what the solve of the pairs costs, not a search per step. The margin is chosen at each
 rebuild from the fastest predicted motion (about REBUILD_STEPS steps of it, within
-[MARGIN_MIN, MARGIN_MAX]).
+[MARGIN_MIN, MARGIN_MAX]; set_margin).
 
 Each step, the pairs that can reach d̂ (a bound from the reference distance, the points'
 displacements since and their predicted motion first, then the exact closest points at the
@@ -59,6 +59,16 @@ MARGIN_MIN = 2.0e-3      # [m]
 MARGIN_MAX = 5.0e-3
 REBUILD_STEPS = 4        # steps of the fastest predicted motion a new margin allows for
 REACH = 2.0              # predicted motion × REACH: the solved motion may exceed the prediction
+
+
+def set_margin(activation: float, reach: float) -> float:
+    """A new set's margin M [m] for the activation share d̂ − gap ``activation`` [m] and the
+    fastest predicted motion ``reach`` [m] of a step (already scaled by REACH): about
+    REBUILD_STEPS steps of it within [MARGIN_MIN, MARGIN_MAX], but never below the activation
+    share plus MARGIN_MIN: thick cloth (d̂ − gap above MARGIN_MAX) would otherwise leave pairs
+    already pressing out of the set."""
+    return float(np.clip(activation + 2.0 * REBUILD_STEPS * reach, MARGIN_MIN,
+                         max(MARGIN_MAX, activation + MARGIN_MIN)))
 
 
 @dataclass
@@ -283,10 +293,7 @@ class ContactPairs:
         fastest predicted motion ``reach`` (already scaled by REACH) [m]."""
         hd = self.handler
         V = self.V
-        # never below the activation distance's share plus MARGIN_MIN: thick cloth (d̂ − gap
-        # above MARGIN_MAX) would otherwise leave pairs already pressing out of the set
-        margin = float(np.clip(self.activation + 2.0 * REBUILD_STEPS * reach, MARGIN_MIN,
-                               max(MARGIN_MAX, self.activation + MARGIN_MIN)))
+        margin = set_margin(self.activation, reach)
         self.cloth_tree.refit(P0[:V], P0[:V], self._cloth_pad + 0.5 * margin)
         pairs = []
         if hd.self_collision:
