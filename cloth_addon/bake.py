@@ -2,8 +2,10 @@
 
 ``BakeJob(context)`` validates everything and reads the scene (every frame of the range: pin
 targets and collider shapes from the evaluated meshes, in world space), touching no data
-that it does not restore. ``step()`` simulates one frame at a time (the modal operator calls it
-between UI events; a cancelled job simply is dropped). ``finish()`` converts the results to
+that it does not restore. ``start()`` has a runner simulate it (runner.py: in a worker process
+beside the UI, on this thread for ``run()``), and ``update()`` takes each frame as it is
+simulated (the modal operator calls it between UI events; a cancelled job simply is dropped).
+``finish()`` converts the results to
 each object's local space, checks that every object can still take its keys, and only then
 replaces the previous bake, in one go: nothing is written before the last frame is simulated,
 so a cancel, a failure or Blender quitting mid-bake leaves the previous bake as it was.
@@ -264,7 +266,7 @@ class BakeJob:
         self.groups = self._build(inputs, colliders_read) + yarn_groups
         self.total_frames = len(self.groups) * self.frames
         self.frames_done = 0  # frames simulated, over all groups
-        self.runner: runner.Runner | None = None
+        self.runner: runner.Runner | runner.InlineRunner | None = None
         self.live: LiveView | None = None
         self.ended = False  # the runner's thread has ended (done, stopped or failed)
         self.stopped = False  # Stop: write the frames simulated so far
@@ -500,21 +502,26 @@ class BakeJob:
                                 self_collision=batch[0].settings.self_collision))
         return groups
 
-    # ---- simulating (runner.py: on a background thread) ----
+    # ---- simulating (runner.py: on a worker process, a thread, or this one) ----
 
-    def start(self, live: bool = False, ui: bool = False,
-              limit: int | None = None) -> "BakeJob":
+    def start(self, live: bool = False, ui: bool = False, limit: int | None = None,
+              inline: bool = False) -> "BakeJob":
         """Start simulating on the runner's thread; ``live``: show each frame in the viewport
         as it arrives (live.py); ``ui``: Blender's UI runs meanwhile (leave it a core);
-        ``limit``: simulate that many frames until ``runner.allow`` allows more."""
+        ``limit``: simulate that many frames until ``runner.allow`` allows more; ``inline``:
+        simulate on this thread, as ``update`` asks for frames (``run``)."""
         if live:
             self.live = LiveView()
         ceiling = threads_ceiling(self.scene.cloth_solver)
         tasks = [runner.Task(g.factory, [f"'{c.name}'" for c in g.cloths]) for g in self.groups]
-        # beside the UI, in the worker process (worker.py); scripts, and where no worker can
-        # start, on a thread
+        # beside the UI, in the worker process (worker.py); a script waiting for the bake, on
+        # its own thread; where no worker can start, and a play session without UI, on a thread
         self.runner = None
-        if ui:
+        if inline:
+            set_thread_ceiling(ceiling)  # numba's thread count is this thread's
+            self.runner = runner.InlineRunner(tasks)
+            self.runner.allow(limit)
+        elif ui:
             self.runner = worker.start(tasks, warmup.python_executable(), ceiling, limit)
         if self.runner is None:
             self.runner = runner.Runner(tasks, spare_core=ui,
@@ -559,8 +566,9 @@ class BakeJob:
 
     def update(self, budget_s: float = 0.05, wait_s: float = 0.0) -> bool:
         """Take the frames the thread has simulated (for at most ``budget_s`` of work, waiting
-        up to ``wait_s`` for the first message); True while the bake goes on. Raises BakeError
-        on a failure (the thread has stopped) or when the bake was invalidated."""
+        up to ``wait_s`` for the first message; an inline runner simulates them now, at least
+        one); True while the bake goes on. Raises BakeError on a failure (the thread has
+        stopped) or when the bake was invalidated."""
         self._check_valid()
         end = time.perf_counter() + budget_s
         messages = self.runner.poll(limit=1) if wait_s <= 0 else self.runner.wait(wait_s)
@@ -680,10 +688,11 @@ class BakeJob:
         self.caches = {}
 
     def run(self) -> BakeSummary:
-        """Simulate everything (on the runner's thread, this one waiting), then write the
-        keys."""
+        """Simulate everything, then write the keys. A job not started yet simulates on this
+        thread (a script's or ``blender -b``'s main thread); a started one (Simulate on Play's
+        frames taken over) goes on where it runs, this thread waiting."""
         if self.runner is None:
-            self.start()
+            self.start(inline=True)
         try:
             while self.update(budget_s=1.0, wait_s=0.5):
                 pass

@@ -1,6 +1,6 @@
-"""Operators: Bake Cloth (modal in the UI: the simulation runs on a background thread and each
-frame shows in the viewport as it is simulated; waits for that thread from scripts and
-``blender -b``), Stop and Cancel for a running bake, Free Bake, and the preset actions.
+"""Operators: Bake Cloth (modal in the UI: the simulation runs in a worker process and each
+frame shows in the viewport as it is simulated; from scripts and ``blender -b`` it simulates on
+the calling thread), Stop and Cancel for a running bake, Free Bake, and the preset actions.
 
 Bake Cloth and Free Bake are one undo step each: Blender pushes it when the operator finishes
 (for the modal bake, on the timer event that writes the keys; a stopped bake writes the frames

@@ -1,17 +1,20 @@
-"""Simulations stepped beside Blender's main thread, their frames handed to it as messages.
+"""Simulations stepped on Blender's main thread or beside it, their frames handed to it as messages.
 
 The runner is model-agnostic: a task (``Task``) is a factory returning a *stepper* with
 ``step()`` (a report per finished frame, ``UNFINISHED`` while a frame goes on, None on failure
 with the message in ``result.error``), ``done``, ``result.positions`` (frames so far + 1, P, 3)
 and ``result.model_name``, and optionally ``piece_offsets``, ``notes(names)`` and
 ``closing_notes(names)``; cloth (solver.Simulation) and yarn (yarn_run.YarnRun) both are.
-``run_tasks`` builds and steps them and posts ``Built``, ``Frame``, ``Failed`` and ``Ended``;
-Blender's main thread takes the messages with ``poll()`` and never touches a stepper.
+``step_tasks`` builds and steps them and yields ``Built``, ``Frame`` and ``Failed`` (``run_tasks``
+posts them, then ``Ended``); Blender's main thread takes the messages with ``poll()`` and never
+touches a stepper itself.
 
-Two runners share it (docs/solver.md, "The bake beside Blender's UI"): ``Runner``, a thread of
-this process (scripts and ``blender -b``, which wait for the bake anyway), and
-``worker.ProcessRunner``, a separate Python process (a bake or Simulate on Play beside the UI:
-Blender's main thread then never waits for the solver's Python, its compiler or its garbage
+Three runners share it (docs/solver.md, "The bake beside Blender's UI"): ``InlineRunner``, on
+the thread that polls (a script's or ``blender -b``'s bake, which waits for the bake anyway:
+Blender's main thread, where numba's parallel kernels run fastest); ``Runner``, a thread of this
+process (Simulate on Play without a UI, and beside the UI where no worker process can start);
+and ``worker.ProcessRunner``, a separate Python process (a bake or Simulate on Play beside the
+UI: Blender's main thread then never waits for the solver's Python, its compiler or its garbage
 collector). Nothing here imports bpy: the thread must never touch Blender data, and the worker
 process imports this module without Blender.
 """
@@ -82,6 +85,13 @@ class Failed:
 
 
 @dataclass
+class Waiting:
+    """step_tasks: frame ``index`` may not be simulated yet (Gate.allow); nothing to post."""
+
+    index: int
+
+
+@dataclass
 class Ended:
     """The runner has ended: every task done (``stopped`` False) or it was stopped."""
 
@@ -115,10 +125,15 @@ class Gate:
     def allowed(self) -> int | None:
         return self._limit
 
+    def may_simulate(self, index: int) -> bool:
+        """Frame ``index`` is allowed (whether or not stopped)."""
+        limit = self._limit
+        return limit is None or index <= limit
+
     def wait_for(self, index: int) -> bool:
         """Wait until frame ``index`` may be simulated; False once stopped."""
         with self._wake:
-            while not self._stop.is_set() and self._limit is not None and index > self._limit:
+            while not self._stop.is_set() and not self.may_simulate(index):
                 self._wake.wait()
         return not self._stop.is_set()
 
@@ -128,51 +143,65 @@ def _notes(stepper, name: str, names) -> list:
     return list(fn(names)) if callable(fn) else []
 
 
-def run_tasks(tasks: list[Task], post: Callable[[Any], None], gate: Gate,
-              keep_steppers: bool = True) -> None:
+def step_tasks(tasks: list[Task], gate: Gate, keep_steppers: bool = True):
     """Build every stepper, then step them in turn a frame each (every model shows the same
-    frame, and a stopped bake keeps one range for all), posting what happens; returns when
-    every task is done, one failed or the gate stopped. Posts Ended last."""
+    frame, and a stopped bake keeps one range for all), on the thread that iterates: yields
+    Built, Frame and Failed as they happen, and ``Waiting(index)`` while frame ``index`` is not
+    allowed yet (``Gate.allow``); ends when every task is done, one failed or the gate
+    stopped."""
     steppers = []
-    try:
-        for i, task in enumerate(tasks):
+    for i, task in enumerate(tasks):
+        if gate.stopped:
+            return
+        try:
+            stepper = task.factory()
+            built = Built(i, np.array(stepper.result.positions[0]),
+                          stepper.result.model_name, getattr(stepper, "piece_offsets", None),
+                          _notes(stepper, "notes", task.names),
+                          stepper if keep_steppers else None)
+        except Exception as err:
+            yield Failed(i, str(err), err, traceback.format_exc())
+            return
+        steppers.append(stepper)
+        yield built
+    index = 0
+    while not gate.stopped and not all(s.done for s in steppers):
+        index += 1
+        while not gate.may_simulate(index):
             if gate.stopped:
                 return
+            yield Waiting(index)
+        for i, stepper in enumerate(steppers):
+            if stepper.done:
+                continue
+            rep = UNFINISHED
             try:
-                stepper = task.factory()
-                built = Built(i, np.array(stepper.result.positions[0]),
-                              stepper.result.model_name, getattr(stepper, "piece_offsets", None),
-                              _notes(stepper, "notes", task.names),
-                              stepper if keep_steppers else None)
+                while rep is UNFINISHED:
+                    if gate.stopped:
+                        return
+                    rep = stepper.step()
+                if rep is not None:
+                    done = _notes(stepper, "closing_notes", tasks[i].names) \
+                        if stepper.done else []
             except Exception as err:
-                post(Failed(i, str(err), err, traceback.format_exc()))
+                yield Failed(i, str(err), err, traceback.format_exc())
                 return
-            steppers.append(stepper)
-            post(built)
-        index = 0
-        while not gate.stopped and not all(s.done for s in steppers):
-            index += 1
-            if not gate.wait_for(index):
+            if rep is None:
+                yield Failed(i, str(stepper.result.error))
                 return
-            for i, stepper in enumerate(steppers):
-                if stepper.done:
-                    continue
-                rep = UNFINISHED
-                try:
-                    while rep is UNFINISHED:
-                        if gate.stopped:
-                            return
-                        rep = stepper.step()
-                    if rep is not None:
-                        done = _notes(stepper, "closing_notes", tasks[i].names) \
-                            if stepper.done else []
-                except Exception as err:
-                    post(Failed(i, str(err), err, traceback.format_exc()))
-                    return
-                if rep is None:
-                    post(Failed(i, str(stepper.result.error)))
-                    return
-                post(Frame(i, index, np.array(stepper.result.positions[-1]), rep, done))
+            yield Frame(i, index, np.array(stepper.result.positions[-1]), rep, done)
+
+
+def run_tasks(tasks: list[Task], post: Callable[[Any], None], gate: Gate,
+              keep_steppers: bool = True) -> None:
+    """``step_tasks`` on this thread, posting what happens and waiting at the gate; returns
+    when every task is done, one failed or the gate stopped. Posts Ended last."""
+    try:
+        for msg in step_tasks(tasks, gate, keep_steppers):
+            if isinstance(msg, Waiting):
+                gate.wait_for(msg.index)
+            else:
+                post(msg)
     finally:
         post(Ended(gate.stopped))
 
@@ -289,6 +318,65 @@ class Runner:
             run_tasks(self._tasks, self._queue.put, self._gate)
         finally:
             _switch_fast(False)
+
+
+class InlineRunner:
+    """Runner's interface, the tasks stepped on the thread that asks for their messages
+    (``poll``, ``wait``): a script or ``blender -b``, which waits for the bake anyway, steps it
+    on the process's main thread. numba's OpenMP kernels launched from any other thread ran
+    1.4-1.6x slower (docs/solver.md, "The bake beside Blender's UI")."""
+
+    def __init__(self, tasks: list[Task]):
+        self._gate = Gate()
+        self._steps = step_tasks(list(tasks), self._gate)
+        self._ended = False
+
+    def start(self) -> "InlineRunner":
+        return self
+
+    def stop(self) -> None:
+        """Step no more; the next ``poll`` ends the runner (Ended)."""
+        self._gate.stop()
+
+    def allow(self, frames: int | None) -> None:
+        """Simulate at most ``frames`` frames (None: all): ``poll`` returns no more frames until
+        more are allowed."""
+        self._gate.allow(frames)
+
+    @property
+    def allowed(self) -> int | None:
+        return self._gate.allowed
+
+    @property
+    def alive(self) -> bool:
+        return not self._ended and not self._gate.stopped
+
+    def join(self, timeout: float | None = None) -> bool:
+        """True once ended or stopped (nothing steps between calls)."""
+        return not self.alive
+
+    def poll(self, limit: int = 1 << 30) -> list:
+        """Step until ``limit`` messages are posted, the runner ends or the next frame is not
+        allowed; returns the messages, Ended last once every task is done, one failed or the
+        runner was stopped."""
+        out = []
+        while len(out) < limit and not self._ended:
+            try:
+                msg = next(self._steps)
+            except StopIteration:
+                msg = Ended(self._gate.stopped)
+            except BaseException:
+                self._ended = True  # the steps have ended with it (a KeyboardInterrupt)
+                raise
+            if isinstance(msg, Waiting):
+                break
+            self._ended = isinstance(msg, Ended)
+            out.append(msg)
+        return out
+
+    def wait(self, timeout: float) -> list:
+        """The next message (stepping until it comes; ``timeout`` is not needed)."""
+        return self.poll(limit=1)
 
 
 def _take(q: queue.Queue, limit: int) -> list:

@@ -7,6 +7,8 @@ does the same in a real window)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,37 @@ def test_the_headless_log_names_each_frame_in_the_bakes_range(capsys):
     job.run()
     out = capsys.readouterr().out
     assert "frame 2 of 1-4 Cloth" in out and "frame 4 of 1-4 Cloth" in out
+
+
+def test_a_scripts_bake_steps_on_the_main_thread_each_frame_logged_as_it_is_simulated(
+        monkeypatch):
+    """A script's bake (and ``blender -b``'s) simulates on the calling thread, the process's
+    main thread, where numba's parallel kernels run fastest (runner.InlineRunner); each frame's
+    log line comes as soon as it is simulated; the keys are bit for bit a thread's."""
+    obj = cloth(n=4, pins=[12, 15], frames=(1, 4))
+    Simulation = addon().solver.simulation.Simulation
+    real, events = Simulation.step, []
+
+    def step(self):
+        events.append(("step", threading.current_thread() is threading.main_thread()))
+        return real(self)
+
+    monkeypatch.setattr(Simulation, "step", step)
+    bake = addon().cloth_addon.bake
+    bake.BakeJob(bpy.context).start().run()  # started: on a thread (Simulate on Play's)
+    assert len(events) == 3 and not any(main for _, main in events)
+    on_thread = key_state(obj)
+    events.clear()
+    log = lambda text: events.append(("log", text)) if " frame " in text else None  # noqa: E731
+    assert bake.BakeJob(bpy.context, log=log).run().frame_end == 4
+    assert [kind for kind, _ in events] == ["step", "log"] * 3  # each logged as it is done
+    assert all(main for _, main in events[::2])
+    assert [text.split(" of ")[0] for _, text in events[1::2]] == [
+        f"cloth_solver: frame {f}" for f in (2, 3, 4)]
+    assert same_key_state(key_state(obj), on_thread)
+    events.clear()
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}  # the operator from a script
+    assert events == [("step", True)] * 3 and same_key_state(key_state(obj), on_thread)
 
 
 def test_the_bake_waits_for_its_thread_and_fails_like_before(monkeypatch):
