@@ -34,7 +34,7 @@ import numpy as np
 from . import degenerate, threads
 from .collision.pipeline import CollisionHandler, CollisionStats
 from .collision.self_untangle import intersecting_cloth_pairs, tangled_vertices, untangle_self
-from .collision.untangle import collider_crossing_pairs, uncross, untangle
+from .collision.untangle import any_inside, collider_crossing_pairs, uncross, untangle
 from .degenerate import reduce_spec
 from .diagnostics import edge_strain, kinetic_energy, potential_energy
 from .forces.external import wind_field
@@ -314,10 +314,9 @@ class Simulation:
     def _through_collider(self, state) -> bool:
         """True when a cloth vertex is inside a collider or a collider triangle crosses a cloth
         triangle at collider ``state``."""
-        h = self.solver.collisions
-        return bool(len(untangle(h, self.solver.x.copy(), self.solver.v.copy(),
-                                 self.solver.inv_mass, state))
-                    or len(collider_crossing_pairs(h, self.solver.x, state)))
+        h, s = self.solver.collisions, self.solver
+        return any_inside(h, s.x, s.inv_mass, state) \
+            or bool(len(collider_crossing_pairs(h, s.x, state)))
 
     def _untangle_colliders(self, state, dt: float) -> np.ndarray:
         """Move the cloth out of the colliders and clear of their triangles by positions,

@@ -27,6 +27,7 @@ import numpy as np
 
 from .._jit import njit
 from ..topology import components
+from .inside import INSIDE
 from .intersections import _plane_distance, _segment_crosses_triangle, intersecting_pair_mask
 from .vector import cross, dot, load, sub
 
@@ -71,6 +72,24 @@ def untangle(handler, x: np.ndarray, v: np.ndarray, inv_mass: np.ndarray,
     into = np.einsum("ij,ij->i", v[rows], out)
     v[rows] -= np.minimum(into, 0.0)[:, None] * out
     return rows
+
+
+def any_inside(handler, x: np.ndarray, inv_mass: np.ndarray, state) -> bool:
+    """True when a vertex of x (V, 3) [m] that may move (inv_mass > 0) is inside a sphere,
+    behind a plane or inside a solid collider mesh of ``handler`` at ``state``: whenever
+    ``untangle`` would move one, without finding the ways out (where a mesh gives a vertex
+    none, ``untangle`` moves nothing and its rounds end at once)."""
+    c = handler.colliders
+    free = inv_mass > 0
+    if len(c.sphere_radius):
+        dist = np.linalg.norm(x[:, None, :] - state.sphere_centers[None], axis=2)
+        if (free[:, None] & (dist < c.sphere_radius[None])).any():
+            return True
+    for p in range(len(c.plane_gap)):
+        if (free & ((x - state.plane_points[p]) @ c.plane_normal[p] < 0.0)).any():
+            return True
+    return bool(c.has_mesh and (free & (handler.inside.winding(x, state.mesh_positions)
+                                        >= INSIDE)).any())
 
 
 def one_way_out(handler, x: np.ndarray, exits: np.ndarray, state) -> np.ndarray:
