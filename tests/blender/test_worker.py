@@ -15,6 +15,18 @@ def _worker():
     return addon().cloth_addon.worker
 
 
+@pytest.fixture
+def no_worker(monkeypatch):
+    """The worker module with its worker process ended and none refused yet: the test's own
+    to start or refuse (both put back after it)."""
+    w = _worker()
+    if w._worker is not None:
+        w._worker.end()
+    monkeypatch.setattr(w, "_worker", None)
+    monkeypatch.setattr(w, "_refused", "")
+    return w
+
+
 def _job(**start):
     return addon().cloth_addon.bake.BakeJob(bpy.context).start(**start)
 
@@ -64,14 +76,11 @@ def test_a_worker_that_dies_mid_bake_fails_the_bake_with_a_message():
     job.cancel()
 
 
-def test_a_worker_with_another_python_is_refused_and_bakes_run_inside_blender(monkeypatch):
+def test_a_worker_with_another_python_is_refused_and_bakes_run_inside_blender(no_worker,
+                                                                              monkeypatch):
     cloth(n=4, pins=[12, 15], frames=(1, 4))
-    w = _worker()
-    if w._worker is not None:
-        w._worker.end()
-    monkeypatch.setattr(w, "_worker", None)
+    w = no_worker
     monkeypatch.setattr(w, "_stamp", "another Python")
-    monkeypatch.setattr(w, "_refused", "")
     job = _job(ui=True)
     with pytest.raises(addon().cloth_addon.errors.BakeError,
                        match="is not Blender's own Python, numba and numpy"):
@@ -82,13 +91,10 @@ def test_a_worker_with_another_python_is_refused_and_bakes_run_inside_blender(mo
     assert job.run().frame_end == 4
 
 
-def test_a_python_that_cannot_be_started_leaves_bakes_on_a_thread(monkeypatch, tmp_path):
+def test_a_python_that_cannot_be_started_leaves_bakes_on_a_thread(no_worker, monkeypatch,
+                                                                  tmp_path):
     cloth(n=4, pins=[12, 15], frames=(1, 3))
-    w = _worker()
-    if w._worker is not None:
-        w._worker.end()
-    monkeypatch.setattr(w, "_worker", None)
-    monkeypatch.setattr(w, "_refused", "")
+    w = no_worker
     monkeypatch.setattr(addon().cloth_addon.warmup, "python_executable",
                         lambda: str(tmp_path / "no-such-python"))
     job = _job(ui=True)
