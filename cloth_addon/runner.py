@@ -323,8 +323,8 @@ class Runner:
 class InlineRunner:
     """Runner's interface, the tasks stepped on the thread that asks for their messages
     (``poll``, ``wait``): a script or ``blender -b``, which waits for the bake anyway, steps it
-    on the process's main thread. numba's OpenMP kernels launched from any other thread ran
-    1.4-1.6x slower (docs/solver.md, "The bake beside Blender's UI")."""
+    on the process's main thread: numba's OpenMP kernels launched from any other thread run
+    slower (bench/thread_launch.py; docs/solver.md, "The bake beside Blender's UI")."""
 
     def __init__(self, tasks: list[Task]):
         self._gate = Gate()
