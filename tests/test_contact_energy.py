@@ -119,7 +119,8 @@ def test_friction_is_minus_the_dissipation_gradient_and_its_blocks_its_velocity_
 
 
 def test_pair_blocks_land_on_the_extended_pattern():
-    """The blocks assembled on a pattern extended by the pairs' couplings equal the dense sum."""
+    """The pattern extended by the pairs' couplings holds exactly those and the elements'
+    blocks, and the blocks assembled on it equal the dense sum."""
     from solver.linalg.sparse import build_assembly, scatter_blocks, to_scipy
     rng = np.random.default_rng(1)
     V = 9
@@ -128,14 +129,19 @@ def test_pair_blocks_land_on_the_extended_pattern():
     idx, w, n = _pairs(rng, V, 2, 5)
     H = rng.normal(size=(5, 3, 3))
     H = H + H.transpose(0, 2, 1)
-    a, b = np.repeat(idx, 4, axis=1), np.tile(idx, (1, 4))
-    inner = (a < V) & (b < V)
-    ext = extend_pattern(asm, np.stack([a[inner & (a != b)], b[inner & (a != b)]], 1))
-    slots = ext.slots(np.where(inner, a, -1).ravel(), np.where(inner, b, -1).ravel())
+    ext = extend_pattern(asm, idx)
+    slots = ext.slots(idx)
+    # the pattern is the elements' blocks and the pairs' couplings, no more, rows ascending
+    rows = np.repeat(np.arange(V), np.diff(ext.asm.row_ptr))
+    own = set(zip(np.repeat(np.arange(V), np.diff(asm.row_ptr)).tolist(), asm.col.tolist()))
+    couplings = {(i, j) for g in idx.tolist() for i in g for j in g if i < V and j < V}
+    assert set(zip(rows.tolist(), ext.asm.col.tolist())) == own | couplings
+    assert len(rows) == len(own | couplings) and np.all(np.diff(rows * V + ext.asm.col) > 0)
+    assert np.array_equal(ext.asm.col[ext.asm.diag], np.arange(V))
     base = rng.normal(size=(len(asm.col), 3, 3))
     out = np.zeros((len(ext.asm.col), 3, 3))
     scatter_blocks(base, ext.base_slot, out)
-    add_pair_blocks(slots.reshape(-1, 16), w, H, out)
+    add_pair_blocks(slots, w, H, out)
     expect = to_scipy(asm, base).toarray() + _dense(idx, w, H, V)
     np.testing.assert_allclose(to_scipy(ext.asm, out).toarray(), expect, atol=1e-12)
 

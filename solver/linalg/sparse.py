@@ -219,37 +219,33 @@ class ExtendedPattern:
         asm: the extended pattern (its block_slot is empty: elements assemble into the
             original pattern).
         base_slot: (nnzb,) each original slot's slot in ``asm``.
-        key: the couplings' (row·V + column) keys, sorted: equal keys mean equal patterns.
     """
 
     asm: Assembly
     base_slot: np.ndarray
-    key: np.ndarray
 
-    def slots(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        """The slots of blocks (rows[i], cols[i]) in ``asm`` (they must be in it), −1 where a
-        row or column is −1."""
-        ok = (rows >= 0) & (cols >= 0)
-        out = _slots_of(self.asm.row_ptr, self.asm.col, np.where(ok, rows, 0),
-                        np.where(ok, cols, 0))
-        return np.where(ok, out, -1)
+    def slots(self, points: np.ndarray) -> np.ndarray:
+        """(S, P·P): the slots in ``asm`` of the blocks (points[k, a], points[k, b]) at
+        P·a + b for groups of points (S, P) that ``extend_pattern`` was given (or fewer);
+        −1 where either point is not an unknown (outside [0, V))."""
+        points = np.ascontiguousarray(points, np.int64)
+        out = np.empty((len(points), points.shape[1] ** 2), np.int64)
+        group_block_slots(self.asm.row_ptr, self.asm.col, points, len(self.asm.row_ptr) - 1,
+                          out)
+        return out
 
 
-@njit(parallel=True)
-def _slots_of(row_ptr, col, rows, cols):
-    """Slot of each block (rows[i], cols[i]) of a CSR pattern (binary search in the row)."""
-    out = np.empty(rows.shape[0], np.int64)
-    for i in prange(rows.shape[0]):
-        lo, hi = row_ptr[rows[i]], row_ptr[rows[i] + 1]
-        c = cols[i]
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if col[mid] < c:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[i] = lo
-    return out
+@njit(inline="always")
+def _find_slot(row_ptr, col, i, j):
+    """Where column j is or would go in row i of a CSR pattern (binary search)."""
+    lo, hi = row_ptr[i], row_ptr[i + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if col[mid] < j:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit
@@ -267,34 +263,107 @@ def point_block_slots(row_ptr, col, points, out):
                 if i < 0 or j < 0:
                     out[k, P * a + b] = -1
                     continue
-                lo, hi = row_ptr[i], row_ptr[i + 1]
-                end = hi
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if col[mid] < j:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo == end or col[lo] != j:
+                slot = _find_slot(row_ptr, col, i, j)
+                if slot == row_ptr[i + 1] or col[slot] != j:
                     return False
-                out[k, P * a + b] = lo
+                out[k, P * a + b] = slot
     return True
 
 
-def extend_pattern(asm: Assembly, pairs: np.ndarray) -> ExtendedPattern:
-    """``asm`` with the blocks (i, j) and (j, i) of every vertex pair (P, 2) added."""
+@njit
+def _grouped_couplings(row_ptr, col, points, V):
+    """The pattern (row_ptr, col) with every coupling of two different points of a group
+    (row of points (S, P); entries outside [0, V) stand for no unknown) added, columns
+    ascending: (row_ptr, col, base_slot, diag) of the result, base_slot (nnzb,) each original
+    slot's slot in it, diag (V,) the slot of each diagonal block. Each row marks its own columns
+    and then those of the groups holding its point, so the couplings are never listed and
+    sorted as a whole: a contact set searched at every step gets a new pattern every step."""
+    S, P = points.shape
+    start = np.zeros(V + 1, np.int64)  # the groups holding each point (CSR)
+    for k in range(S):
+        for a in range(P):
+            i = points[k, a]
+            if 0 <= i < V:
+                start[i + 1] += 1
+    for i in range(V):
+        start[i + 1] += start[i]
+    held = np.empty(start[V], np.int64)
+    fill = start[:V].copy()
+    for k in range(S):
+        for a in range(P):
+            i = points[k, a]
+            if 0 <= i < V:
+                held[fill[i]] = k
+                fill[i] += 1
+    mark = -np.ones(V, np.int64)
+    extra = np.empty(start[V] * (P - 1), np.int64)  # each row's new columns, at P−1 per group
+    count = np.zeros(V, np.int64)
+    for i in range(V):
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            mark[col[p]] = i
+        base = start[i] * (P - 1)
+        n = 0
+        for h in range(start[i], start[i + 1]):
+            k = held[h]
+            for b in range(P):
+                j = points[k, b]
+                if 0 <= j < V and mark[j] != i:
+                    mark[j] = i
+                    extra[base + n] = j
+                    n += 1
+        count[i] = n
+        extra[base:base + n] = np.sort(extra[base:base + n])
+    out_ptr = np.zeros(V + 1, np.int64)
+    for i in range(V):
+        out_ptr[i + 1] = out_ptr[i] + row_ptr[i + 1] - row_ptr[i] + count[i]
+    out_col = np.empty(out_ptr[V], np.int64)
+    base_slot = np.empty(col.shape[0], np.int64)
+    for i in range(V):  # merge the row's own columns with its new ones
+        p, e = row_ptr[i], row_ptr[i + 1]
+        q = start[i] * (P - 1)
+        f = q + count[i]
+        o = out_ptr[i]
+        while p < e or q < f:
+            if q == f or (p < e and col[p] < extra[q]):
+                out_col[o] = col[p]
+                base_slot[p] = o
+                p += 1
+            else:
+                out_col[o] = extra[q]
+                q += 1
+            o += 1
+    diag = np.empty(V, np.int64)
+    for i in range(V):
+        for o in range(out_ptr[i], out_ptr[i + 1]):
+            if out_col[o] == i:
+                diag[i] = o
+    return out_ptr, out_col, base_slot, diag
+
+
+@njit(parallel=True)
+def group_block_slots(row_ptr, col, points, V, out):
+    """out (S, P·P)[k, P·a + b] = the slot of block (points[k, a], points[k, b]) in a CSR
+    pattern that holds every such block; −1 where either point is outside [0, V)."""
+    S, P = points.shape
+    for k in prange(S):
+        for a in range(P):
+            i = points[k, a]
+            for b in range(P):
+                j = points[k, b]
+                if i < 0 or i >= V or j < 0 or j >= V:
+                    out[k, P * a + b] = -1
+                else:
+                    out[k, P * a + b] = _find_slot(row_ptr, col, i, j)
+
+
+def extend_pattern(asm: Assembly, points: np.ndarray) -> ExtendedPattern:
+    """``asm`` with the blocks (i, j) of every two different points i, j of a group (rows of
+    points (S, P), e.g. the points of contact pairs; indices outside [0, V) are no unknowns
+    and left out)."""
     V = len(asm.row_ptr) - 1
-    rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(asm.row_ptr))
-    base = rows * V + asm.col
-    p = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    extra = np.unique(np.concatenate([p[:, 0] * V + p[:, 1], p[:, 1] * V + p[:, 0]]))
-    keys = np.union1d(base, extra)
-    row, col = keys // V, keys % V
-    row_ptr = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum(np.bincount(row, minlength=V), out=row_ptr[1:])
-    diag = np.searchsorted(keys, np.arange(V, dtype=np.int64) * (V + 1))
-    ext = Assembly(row_ptr, col.astype(np.int64), diag.astype(np.int64), np.zeros(0, np.int64))
-    return ExtendedPattern(ext, np.searchsorted(keys, base).astype(np.int64), extra)
+    row_ptr, col, base_slot, diag = _grouped_couplings(
+        asm.row_ptr, asm.col, np.ascontiguousarray(points, np.int64), V)
+    return ExtendedPattern(Assembly(row_ptr, col, diag, np.zeros(0, np.int64)), base_slot)
 
 
 @njit(parallel=True)

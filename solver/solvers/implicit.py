@@ -203,13 +203,8 @@ class ImplicitSolver(ClothSolver):
         # adds nothing to its blocks.
         every = self.contact_state.idx
         if self._extended is None or not np.array_equal(self._extended[0], every):
-            a = np.repeat(every, 4, axis=1)   # (S, 16): row point of block (a, b)
-            b = np.tile(every, (1, 4))        # (S, 16): column point
-            inner = (a < V) & (b < V)
-            couple = inner & (a != b)
-            ext = extend_pattern(self.system.asm, np.stack([a[couple], b[couple]], 1))
-            slots = ext.slots(np.where(inner, a, -1).ravel(),
-                              np.where(inner, b, -1).ravel()).reshape(-1, 16)
+            ext = extend_pattern(self.system.asm, every)
+            slots = ext.slots(every)
             pc = self._precond_kind(ext.asm, self.fixed)
             if self._extended is not None:  # a factor's shift carries over (IC(0): SHIFT_HOLD)
                 for k in ("_first_shift", "_held"):
