@@ -250,7 +250,26 @@ def _switch_fast(on: bool) -> None:
                     gc.set_threshold(*_gc_before)
 
 
-class Runner:
+class _Gated:
+    """What a runner's owner controls, through its Gate: stop, and how many frames may run
+    (a thread waits, a poll returns no more frames, until more are allowed)."""
+
+    _gate: Gate
+
+    def stop(self) -> None:
+        """End after the step in progress (a cloth frame, or a yarn slice)."""
+        self._gate.stop()
+
+    def allow(self, frames: int | None) -> None:
+        """Simulate at most ``frames`` frames (None: all)."""
+        self._gate.allow(frames)
+
+    @property
+    def allowed(self) -> int | None:
+        return self._gate.allowed
+
+
+class Runner(_Gated):
     """Runs ``tasks`` on a daemon thread of this process (run_tasks)."""
 
     def __init__(self, tasks: list[Task], name: str = "cloth_solver bake",
@@ -274,19 +293,6 @@ class Runner:
             _switch_fast(False)
             raise
         return self
-
-    def stop(self) -> None:
-        """Ask the thread to end after the step it is in (a cloth frame, or a yarn slice)."""
-        self._gate.stop()
-
-    def allow(self, frames: int | None) -> None:
-        """Simulate at most ``frames`` frames (None: all): the thread waits, after building the
-        steppers, until more are allowed."""
-        self._gate.allow(frames)
-
-    @property
-    def allowed(self) -> int | None:
-        return self._gate.allowed
 
     @property
     def alive(self) -> bool:
@@ -320,7 +326,7 @@ class Runner:
             _switch_fast(False)
 
 
-class InlineRunner:
+class InlineRunner(_Gated):
     """Runner's interface, the tasks stepped on the thread that asks for their messages
     (``poll``, ``wait``): a script or ``blender -b``, which waits for the bake anyway, steps it
     on the process's main thread: numba's OpenMP kernels launched from any other thread run
@@ -333,19 +339,6 @@ class InlineRunner:
 
     def start(self) -> "InlineRunner":
         return self
-
-    def stop(self) -> None:
-        """Step no more; the next ``poll`` ends the runner (Ended)."""
-        self._gate.stop()
-
-    def allow(self, frames: int | None) -> None:
-        """Simulate at most ``frames`` frames (None: all): ``poll`` returns no more frames until
-        more are allowed."""
-        self._gate.allow(frames)
-
-    @property
-    def allowed(self) -> int | None:
-        return self._gate.allowed
 
     @property
     def alive(self) -> bool:
