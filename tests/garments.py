@@ -120,7 +120,10 @@ def scene(kind: str, name: str = "tee", frames: int = 48, material: str = "cotto
     * ``pile``: the tee without its body, FLOOR_DROP above a floor (a plane), falls into a pile;
     * ``worn``: the tee on the body, which turns and lifts its arms (``body_motion``);
     * ``posed``: the tee on the body posed with its arms POSED_LIFT higher than the tee was
-      made on, so the arms start through the sleeves; then the same motion as ``worn``.
+      made on, so the arms start through the sleeves; then the same motion as ``worn``;
+    * ``raised``: the posed scene's clean start: the tee on the body as made (as ``worn``), the
+      arms rising by LIFT + POSED_LIFT to the posed scene's last pose, so that the two differ
+      only in how they start.
     """
     mesh = garment(name)
     cloth = ClothSetup(mesh, load_preset(material))
@@ -135,8 +138,10 @@ def scene(kind: str, name: str = "tee", frames: int = 48, material: str = "cotto
     elif kind in ("worn", "posed"):
         colliders = body_colliders(*body_motion(
             frames, lift0=POSED_LIFT if kind == "posed" else 0.0))
+    elif kind == "raised":
+        colliders = body_colliders(*body_motion(frames, lift=LIFT + POSED_LIFT))
     else:
-        raise ValueError(f"unknown garment scene {kind!r}: hung, pile, worn or posed")
+        raise ValueError(f"unknown garment scene {kind!r}: hung, pile, worn, posed or raised")
     return SimulationSpec(cloth, SolverSettings(model="implicit", self_collision=True,
                                                 **settings),
                           frames=frames, colliders=colliders)

@@ -63,6 +63,12 @@ def test_the_worn_tee_starts_clean_on_its_body_and_the_posed_one_through_it():
     assert worn.deepest_penetration_m == 0.0
     posed = _report(garments.scene("posed", frames=2))
     assert posed.collider_crossings > 0 and posed.deepest_penetration_m > 0.005
+    # the posed scene's clean start: worn's start, posed's last pose
+    raised = garments.scene("raised", frames=2)
+    assert _report(raised).collider_crossings == 0 and _report(raised).deepest_penetration_m == 0
+    last = [c.positions[-1] for c in raised.colliders]
+    for c, p in zip(garments.scene("posed", frames=2).colliders, last):
+        np.testing.assert_allclose(c.positions[-1], p, atol=1e-12)
 
 
 def test_the_body_turns_and_lifts_its_arms_level():
