@@ -41,6 +41,13 @@ frame ≤ 4 × the hung tee's, zero crossing pairs in every frame, worst strain 
 
     .venv/bin/python bench/garments.py --json bench/results/garments.json
     .venv/bin/python bench/garments.py --garment tee --frames 12 --budget 60 --only pile
+    .venv/bin/python bench/garments.py --only posed --merge --json bench/results/garments.json
+
+``--merge`` re-runs only the scenes named by ``--only`` and keeps the other scenes of the
+existing ``--json`` file (it refuses a file measured with another garment, frame count or
+budget). Every scene row carries its own ``run`` (date, commit, load before and after that
+scene), so a merged file says which scene ran when and at which load; the file's top-level
+``load_before``/``load_after`` stay those of the last full run.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import garments  # noqa: E402
-from record import save_json  # noqa: E402
+from record import provenance, save_json  # noqa: E402
 from solver.collision.pipeline import CollisionHandler  # noqa: E402
 from solver.model import build_model  # noqa: E402
 from solver.simulation import Simulation  # noqa: E402
@@ -315,7 +322,11 @@ def main(argv=None) -> int:
     ap.add_argument("--matched-from", type=Path,
                     default=ROOT / "bench" / "results" / "headline_4k.json")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the scenes of the existing --json file that --only leaves out")
     args = ap.parse_args(argv)
+    if args.merge and not (args.json and args.json.exists() and args.only):
+        raise SystemExit("--merge needs --only and an existing --json file to merge into")
 
     # compile our kernels first (the small tee, every kind of scene): no run pays for numba
     for kind in SCENES:
@@ -328,7 +339,10 @@ def main(argv=None) -> int:
            "blender_budget_s": args.blender_budget, "matched_budget_s": args.matched_budget,
            "matched": matched, "matched_from": args.matched_from.name,
            "load_before": os.getloadavg()[0], "scenes": {}}
+    if args.merge:
+        out = merged_into(json.loads(args.json.read_text()), out, args.only)
     for kind in args.only or SCENES:
+        run_info = {**provenance(), "load_before": os.getloadavg()[0]}
         spec = garments.scene(kind, args.garment, frames=args.frames)
         row = {}
         for run in args.runs:
@@ -352,14 +366,36 @@ def main(argv=None) -> int:
                   f"{r['median_s']:.3f} s  worst {r['worst_s']:.3f} s  steps {r['median_steps']}"
                   f"  crossings max {r['crossing_pairs_max']} ({r['frames_with_crossings']} "
                   f"frames)  strain {100 * r['worst_strain']:.2f}%  load {load:.1f}", flush=True)
+        row["run"] = {**run_info, "load_after": os.getloadavg()[0]}
         out["scenes"][kind] = row
         derive(out)
         save_json(args.json, out)  # what is done so far survives an interrupted run
     if "targets" in out:
         print("targets:", json.dumps(out["targets"]), flush=True)
-    out["load_after"] = os.getloadavg()[0]
+    if not args.merge:
+        out["load_after"] = os.getloadavg()[0]
     save_json(args.json, out)
     return 0
+
+
+def merged_into(old: dict, new: dict, kinds) -> dict:
+    """``new``'s settings with ``old``'s scenes other than ``kinds`` and its full run's loads;
+    a SystemExit if ``old`` was measured with other settings. Scenes kept from a file written
+    before rows carried their own ``run`` get the old file's date, commit and loads."""
+    for key in ("garment", "frames", "budget_s", "blender_budget_s", "matched_budget_s",
+                "matched_from"):
+        if old.get(key) != new[key]:
+            raise SystemExit(f"--merge: the file has {key}={old.get(key)!r}, this run "
+                             f"{new[key]!r}; re-run every scene instead")
+    scenes = {}
+    for kind, row in old["scenes"].items():
+        if kind in kinds:
+            continue
+        row.setdefault("run", {name: old[name] for name in
+                               ("date", "commit", "load_before", "load_after") if name in old})
+        scenes[kind] = row
+    return {**new, "load_before": old["load_before"], "load_after": old["load_after"],
+            "scenes": scenes}
 
 
 def derive(out: dict) -> None:
