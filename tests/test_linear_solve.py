@@ -1,5 +1,6 @@
 """The filtered PCG (Baraff & Witkin's MPCG) against a direct solve, with both preconditioners."""
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -7,8 +8,8 @@ import scipy.sparse.linalg as sla
 
 from solver import MaterialParams, Simulation, SolverSettings, load_preset
 from solver.linalg.cg import mpcg
-from solver.linalg.incomplete_cholesky import (SHIFT_HOLD, IncompleteCholesky, ic0_block_factor,
-                                        lower_blocks)
+from solver.linalg.incomplete_cholesky import (MIN_SPLIT, SHIFT_HOLD, IncompleteCholesky,
+                                               ic0_block_factor, lower_blocks)
 from solver.forces.bending import bending_terms
 from solver.forces.membrane import membrane_terms
 from solver.model import build_model
@@ -252,6 +253,101 @@ def test_incomplete_cholesky_applies_the_inverse_of_its_factor():
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
 
 
+def _two_domain_factor():
+    """The 9 x 9 system's IC(0) in two-domain order (forced below MIN_SPLIT), factored."""
+    model, asm, A, b, x = _system()
+    pinned = np.array([0, 8])
+    pc = IncompleteCholesky(asm, pinned, positions=x, min_split=0)
+    pc.refresh(A, "key", x)
+    return model, asm, A, b, x, pinned, pc
+
+
+def test_two_domain_incomplete_cholesky_is_ic0_of_the_reordered_matrix():
+    """The two domains couple only through the separator, which comes last; L is IC(0) of the
+    matrix in that order (LLᵀ = A on the pattern) and ``apply`` is its inverse."""
+    model, asm, A, b, x, pinned, pc = _two_domain_factor()
+    V = model.vertex_count
+    perm, ends = pc.order
+    assert sorted(perm) == list(range(V)) and 0 < ends[0] < ends[1] < ends[2] == V
+    side = np.empty(V, np.int64)
+    side[perm] = np.searchsorted(ends, np.arange(V), side="right")
+    rows = np.repeat(np.arange(V), np.diff(asm.row_ptr))
+    assert not np.any((side[rows] == 0) & (side[asm.col] == 1))
+    # the separator is small: the cut across the sheet
+    assert ends[2] - ends[1] <= 3 * int(np.sqrt(V))
+    P = (3 * perm[:, None] + np.arange(3)).ravel()
+    Af = to_scipy(asm, A).toarray()
+    free = np.ones(3 * V, bool)
+    free[(3 * pinned[:, None] + np.arange(3)).ravel()] = False
+    Af[~free] = 0.0
+    Af[:, ~free] = 0.0
+    Af[~free, ~free] = 1.0
+    Ap = Af[np.ix_(P, P)]
+    L = pc.factor().toarray()
+    pattern = np.abs(to_scipy(asm, A).toarray()[np.ix_(P, P)]) > 0
+    lower = np.tril(pattern | np.eye(3 * V, dtype=bool))
+    assert not np.any((L != 0) & ~lower)
+    np.testing.assert_allclose((L @ L.T)[lower], Ap[lower], rtol=1e-9,
+                               atol=1e-12 * np.abs(Ap).max())
+    r = np.random.default_rng(3).standard_normal((V, 3))
+    out = np.zeros_like(r)
+    pc.apply(r, out)
+    expected = np.empty(3 * V)
+    expected[P] = np.linalg.solve(L @ L.T, r.reshape(-1)[P])
+    np.testing.assert_allclose(out.reshape(-1), expected, rtol=0,
+                               atol=1e-5 * np.abs(expected).max())
+    filt = _filters(V, pinned, [], np.zeros(3))
+    it, res = mpcg(asm, A, b, filt, np.zeros((V, 3)), pc, 1.0 / model.mass, 1e-8, 1000,
+                   np.zeros((V, 3)))
+    assert res <= 1e-8
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_two_domain_incomplete_cholesky_is_the_same_on_one_and_two_threads():
+    """The domains are factored and solved side by side, each the same way whatever the
+    thread count: bakes stay bit-identical across machines and thread counts."""
+    before = numba.get_num_threads()
+    got = []
+    try:
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            model, asm, A, b, x, pinned, pc = _two_domain_factor()
+            r = np.random.default_rng(3).standard_normal((model.vertex_count, 3))
+            out = np.zeros_like(r)
+            pc.apply(r, out)
+            got.append((pc._blocks.copy(), pc._diag.copy(), out))
+    finally:
+        numba.set_num_threads(before)
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_two_domain_incomplete_cholesky_shifts_on_a_bad_pivot():
+    """An indefinite chain fails at the domains' or the separator's pivots without a shift and
+    factors with one."""
+    n = 8
+    asm, _ = build_assembly([np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)], n)
+    rows = np.repeat(np.arange(n), np.diff(asm.row_ptr))
+    couple = np.array([[0.0, 0.3, 0.1], [0.3, 0.0, -0.2], [0.1, -0.2, 0.0]])
+    line = np.stack([np.arange(n, dtype=float), np.zeros(n), np.zeros(n)], axis=1)
+    pc = IncompleteCholesky(asm, np.zeros(0, np.int64), positions=line, min_split=0)
+    assert list(pc.order[1]) == [3, 7, 8]  # vertices 0-2, 7-4 (reversed), then 3
+    a = np.where((rows == asm.col)[:, None, None], 4.0 * np.eye(3) + couple, -np.eye(3))
+    pc.refresh(a, "k", line)
+    assert pc.shifts_used == [0.0]
+    a = np.where((rows == asm.col)[:, None, None], 1.5 * np.eye(3) + couple, -np.eye(3))
+    pc.refresh(a, "k", line)
+    assert 0.0 < pc.shifts_used[-1] < np.inf
+
+
+def test_small_cloth_keeps_one_domain():
+    """Below MIN_SPLIT vertices the factor stays in the vertices' own order (one thread): a
+    small factor costs less than the extra iterations the two domains' order asks for."""
+    model, asm, A, b, x = _system()
+    assert model.vertex_count < MIN_SPLIT
+    assert IncompleteCholesky(asm, np.array([0, 8]), positions=x).order is None
+
+
 def test_fine_cloth_factors_without_a_diagonal_shift():
     """The hinges' Jacobians (rank one, off-diagonal blocks of both signs) made IC(0) of the
     whole matrix meet non-positive pivots on fine cloth: at 129 x 129 it needed a 20 % and then
@@ -264,6 +360,7 @@ def test_fine_cloth_factors_without_a_diagonal_shift():
     sim.step()
     pc = sim.solver.precond
     assert isinstance(pc, IncompleteCholesky) and pc.factorizations >= 4
+    assert pc.order is not None  # this size factors in two domains (MIN_SPLIT)
     assert pc.shifts_used == [0.0] * pc.factorizations
     assert sim.result.frames[0].iterations < 200  # 538 with the shifted factor of the whole matrix
 

@@ -82,7 +82,7 @@ class ImplicitSolver(ClothSolver):
         else:
             self._factor_input = self.A
         self._precond_kind = kind
-        self.precond = kind(self.system.asm, self.fixed)
+        self.precond = self._preconditioner(self.system.asm, model.rest_positions)
         # The PCG's products are memory-bound: float32 products halve their time, and move the
         # result less than the CG tolerance does. A reused factor's point is an exact solve:
         # float64 there (docs/solver.md, "float32 PCG products").
@@ -113,6 +113,14 @@ class ImplicitSolver(ClothSolver):
         # against a collider mesh: the points of one cloth triangle or edge): their blocks then
         # go straight into A on the elements' pattern, with its own preconditioner.
         self._in_pattern = False
+
+    def _preconditioner(self, asm, positions):
+        """A preconditioner of the settings' kind for the pattern ``asm``; IC(0) is ordered
+        in two domains split across the cloth at ``positions`` (V, 3) [m], so that it factors
+        and solves on two threads (linalg/incomplete_cholesky.py, two_domains)."""
+        if self._precond_kind is IncompleteCholesky:
+            return IncompleteCholesky(asm, self.fixed, positions=positions)
+        return self._precond_kind(asm, self.fixed)
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -205,7 +213,7 @@ class ImplicitSolver(ClothSolver):
         if self._extended is None or not np.array_equal(self._extended[0], every):
             ext = extend_pattern(self.system.asm, every)
             slots = ext.slots(every)
-            pc = self._precond_kind(ext.asm, self.fixed)
+            pc = self._preconditioner(ext.asm, self.x)
             if self._extended is not None:  # a factor's shift carries over (IC(0): SHIFT_HOLD)
                 for k in ("_first_shift", "_held"):
                     if hasattr(pc, k):
