@@ -219,6 +219,20 @@ def warm_yarn() -> None:
             sim.step()
 
 
+def warm_held_contacts() -> None:
+    """The strain limiter holding a step's contacts (the strain rounds after collisions,
+    strain_limit.py), which the tiny scenes need not reach: one edge and one contact, with the
+    argument types the rounds pass."""
+    from .strain_limit import apply_strain_limit
+
+    x = np.array([[0.0, 0.0, 0.0], [0.2, 0.0, 0.0]])
+    contact = (np.array([[1, 0, 0, 0]], np.int64), np.array([[1.0, 0.0, 0.0, 0.0]]),
+               np.array([[0.0, 0.0, 1.0]]), np.zeros(1), 1e-6, 1e-3)
+    no_tethers = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    apply_strain_limit(x, np.zeros_like(x), 0.01, np.array([[0, 1]], np.int64), np.ones(1) * 0.1,
+                       np.ones(2), no_tethers, 0.05, 10, contact, 0.02)
+
+
 def warm_up(log=None) -> float:
     """Run every warm-up scene (compiling or loading each kernel), then the yarn model's;
     returns the seconds taken."""
@@ -244,6 +258,7 @@ def warm_up(log=None) -> float:
         if log is not None:
             state = "ok" if sim.result.error is None else f"stopped: {sim.result.error}"
             log(f"warmup: {name}: {time.perf_counter() - t:.1f} s, {state}")
+    warm_held_contacts()
     t = time.perf_counter()
     warm_yarn()
     if log is not None:

@@ -35,7 +35,7 @@ from .inside import InsideTest
 from .intersections import analytic_depth, count_intersecting_pairs
 from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NEARBY, NX, RECORD, REPULSION, UX,
                            PairTester, closest_per_vertex)
-from .response import apply_contacts
+from .response import apply_contacts, position_constraints
 
 PROXIMITY_PASSES = 20   # most Gauss–Seidel sweeps over the proximity contacts
 SETTLED = 1e-3          # ... which stop once no contact moves by this fraction of its gap
@@ -51,6 +51,11 @@ SLACK = 2e-3
 # self-colliding drape took longer with them (more implicit solves; docs/solver.md,
 # "Cloth–cloth contacts inside the implicit solve")
 SELF_CONTACTS_IN_SOLVE = False
+# The strain limiter run between repeated resolves of a step holds that step's contacts too
+# (as position constraints, strain_limit.py), so that it does not pull cloth back into the
+# body that the next resolve then pushes it out of again (docs/solver.md, "Strain rounds after
+# collisions")
+CONTACTS_IN_LIMITER = True
 
 
 @dataclass
@@ -161,6 +166,9 @@ class CollisionHandler:
         longest = float(np.max(model.edge_rest_length, initial=0.0))
         self._sphere_faces = longest ** 2 / (2.0 * np.maximum(c.sphere_radius, 1e-300)) \
             >= ANALYTIC_CCD_GAP * c.sphere_gap
+        # the contacts and collisions of the step being resolved as position constraints on
+        # the cloth (response.position_constraints), gathered over its repeated resolves
+        self._step_constraints = []
 
     @property
     def active(self) -> bool:
@@ -199,7 +207,9 @@ class CollisionHandler:
         if moved is None:  # every pair is tested: the marks start afresh
             self.self_contact_vertices[:] = False
             self.collider_contact_vertices[:] = False
+            self._step_constraints = []
         self._mark_contacts(idx, analytic)
+        self._keep_constraints(idx, rec, P0, U, h)
         stats.contacts += len(idx)
         pushed = np.zeros(len(U), np.uint8)
         if len(idx):
@@ -222,6 +232,7 @@ class CollisionHandler:
             idx, rec, analytic, _ = self._contacts(CONTINUOUS, ANALYTIC_CCD_GAP, P0, U, im,
                                                    h, c0, c1, retest, known=pending)
             self._mark_contacts(idx, analytic)
+            self._keep_constraints(idx, rec, P0, U, h)
             pending = None
             hits = len(idx)
             if hits == 0:
@@ -264,6 +275,27 @@ class CollisionHandler:
         finally:
             self._self_only = False
             self._pair_cache = None
+
+    def _keep_constraints(self, idx, rec, P0, U, h) -> None:
+        """Add records (idx (K, 4), rec (K, RECORD)) of the path P0 → P0 + h·U to the step's
+        position constraints."""
+        if CONTACTS_IN_LIMITER and len(idx):
+            self._step_constraints.append(
+                (*position_constraints(idx, rec, P0, U, h, self.V), float(rec[:, GAP].min())))
+
+    def step_constraints(self):
+        """The contacts and collisions of the last resolved step, as one-sided constraints on
+        the cloth's end positions for strain_limit.apply_strain_limit: (idx, w, n, c,
+        tolerance [m], reject [m]: the smallest contact distance; a limiter that leaves a
+        contact violated by more has pulled the cloth into a body), or None without any."""
+        parts = self._step_constraints
+        if not parts:
+            return None
+        # A pair found again by a later resolve of the step is held once per time found:
+        # keeping only its first or latest record left the tight sleeve of test_collision.py
+        # 4-16 rounds a frame instead of 1-2
+        gap = min(p[4] for p in parts)
+        return (*(np.concatenate([p[k] for p in parts]) for k in range(4)), SETTLED * gap, gap)
 
     def _mark_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
         """Add the cloth vertices of cloth–cloth records (idx (K, 4), analytic (K,) bool) to

@@ -101,3 +101,33 @@ def apply_contacts(idx, rec, u, v1, inv_mass, h, passes, tol):
         if worst <= tol:
             break
     return sweeps
+
+
+def position_constraints(idx, rec, P0, U, h, cloth_count):
+    """The contacts' asks on the end positions of the cloth alone: record k asks
+    d0 + Σ_a w_a·(x_a − P0_a)·n − h·U_k·n ≥ gap (U_k: a sphere's or plane's own motion), the
+    collider points at their prescribed end P0 + h·U; as Σ_a w_a·(n·x_a) ≥ c over the cloth
+    points (strain_limit.py holds them with the limit).
+
+    Args:
+        idx: point indices (K, 4) into P0 and U (cloth points first, cloth_count of them);
+        rec: their records (K, RECORD); P0: start positions (N, 3) [m]; U: step velocities
+            (N, 3) [m/s]; h: step [s].
+
+    Returns:
+        (idx (K', 4), w (K', 4), n (K', 3), c (K',) [m]) for the K' records with a cloth point;
+        collider points get weight 0 (and index 0).
+    """
+    w = rec[:, :4].copy()
+    n = rec[:, NX:NX + 3]
+    collider = idx >= cloth_count
+    pts = np.where(collider, 0, idx)
+    # the collider points' fixed share of the separation, moved to the right-hand side
+    moved_by = h * np.einsum("kj,kaj->ka", n, U[idx])
+    c = (rec[:, GAP] - rec[:, D0] + h * np.einsum("kj,kj->k", n, rec[:, UX:UX + 3])
+         + np.einsum("ka,kj,kaj->k", np.where(collider, 0.0, w), n, P0[idx])
+         - np.einsum("ka,ka->k", np.where(collider, w, 0.0), moved_by))
+    w[collider] = 0.0
+    keep = np.any(w != 0.0, axis=1)
+    return (np.ascontiguousarray(pts[keep]), np.ascontiguousarray(w[keep]),
+            np.ascontiguousarray(n[keep]), np.ascontiguousarray(c[keep]))

@@ -122,7 +122,8 @@ class ClothSolver:
             held = c.collider_contact_vertices
             for _ in range(STRAIN_ROUNDS):
                 before = self.x.copy()
-                if not self._limit_strain(h, only_if_over=True, held=held):
+                if not self._limit_strain(h, only_if_over=True, held=held,
+                                          constraints=c.step_constraints()):
                     break
                 # A resolve leaves every pair free of crossings on its path, so the next one
                 # need only test pairs the strain limiter moved: a small share of the vertices
@@ -159,11 +160,12 @@ class ClothSolver:
             self.collisions._pair_cache = pairs  # replaced, never written into, by a step
 
     def _limit_strain(self, dt: float, only_if_over: bool = False,
-                      held: np.ndarray | None = None) -> int:
+                      held: np.ndarray | None = None, constraints=None) -> int:
         """Apply the material's strain limit after a step of length dt; returns passes.
         only_if_over: do nothing (return 0) unless an edge exceeds the limit by more than
         STRAIN_SLACK of it. held: (V,) bool, vertices that move as if HELD_MASS times
-        heavier."""
+        heavier. constraints: one-sided constraints held with the limit (apply_strain_limit),
+        or None."""
         s = self.model.max_strain
         if s is None:
             if not only_if_over:  # only the collision rounds guard unlimited materials
@@ -183,7 +185,8 @@ class ClothSolver:
             inv_mass = np.where(held, inv_mass / HELD_MASS, inv_mass)
         return apply_strain_limit(self.x, self.v, dt, m.edges, m.edge_rest_length,
                                   inv_mass, self._tethers, s,
-                                  self.settings.strain_limit_iterations)
+                                  self.settings.strain_limit_iterations, constraints,
+                                  STRAIN_SLACK)
 
     def elastic_energy(self) -> float:
         """Energy stored in the cloth's elastic terms at the current state [J] (``self.system``
