@@ -40,22 +40,6 @@ W, H = 5.6e-3, 4.2e-3          # worsted gauge: stitch width and course height [
 PATTERNS = ("stockinette", "garter", "rib2x2", "seed")
 
 
-def loop_centroids(x: np.ndarray, loops: np.ndarray, S: int, C: int) -> np.ndarray:
-    """(C, S, 3) mean position [m] of each loop's points."""
-    c = np.zeros((S * C, 3))
-    np.add.at(c, loops, x)
-    return (c / np.bincount(loops, minlength=S * C)[:, None]).reshape(C, S, 3)
-
-
-def along_fabric(c: np.ndarray) -> tuple[float, float]:
-    """(width, height) [m]: polyline lengths through the loop centroids (C, S, 3) along each
-    course and each stitch column, scaled by n/(n − 1) for the outer half-loops, averaged."""
-    C, S = c.shape[:2]
-    width = np.linalg.norm(np.diff(c, axis=1), axis=2).sum(axis=1).mean() * S / (S - 1)
-    height = np.linalg.norm(np.diff(c, axis=0), axis=2).sum(axis=0).mean() * C / (C - 1)
-    return float(width), float(height)
-
-
 def loop_sizes(x: np.ndarray, loops: np.ndarray, n: int) -> np.ndarray:
     """(n,) rms distance [m] of each loop's points from their centroid."""
     count = np.bincount(loops, minlength=n)[:, None]
@@ -93,11 +77,11 @@ def guarantees(sim, length0: float) -> dict:
 
 def free(pattern: str, S: int, C: int, seconds: float, yarn: YarnParams) -> dict:
     sw, setup, rel, relax_s = relaxed(pattern, S, C, yarn)
-    w0, h0 = along_fabric(loop_centroids(setup.positions, sw.loops, S, C))
+    w0, h0 = sw.fabric_size(setup.positions)
     sim = YarnSolver(build_yarn_model(setup), SolverSettings(model="yarn"), gravity=(0, 0, 0))
     length0 = float(sim.yarn_lengths().sum())
     sim, wall = run(sw, setup, seconds)
-    w1, h1 = along_fabric(loop_centroids(sim.x, sw.loops, S, C))
+    w1, h1 = sw.fabric_size(sim.x)
     return {"width_m": w0, "height_m": h0, "width_after_m": w1, "height_after_m": h1,
             "width_change": w1 / w0 - 1.0, "height_change": h1 / h0 - 1.0,
             "relax_s": relax_s, "wall_s": wall, **guarantees(sim, length0)}
@@ -107,7 +91,7 @@ def hung(S: int, C: int, seconds: float, yarn: YarnParams) -> dict:
     sw, setup, rel, relax_s = relaxed("rib2x2", S, C, yarn)
     n = S * C
     size0 = loop_sizes(setup.positions, sw.loops, n)
-    h0 = along_fabric(loop_centroids(setup.positions, sw.loops, S, C))[1]
+    h0 = sw.fabric_size(setup.positions)[1]
     out = {"height_m": h0, "relax_s": relax_s}
     finals = {}
     for name, h in (("h", DEFAULT_TIME_STEP), ("h_half", DEFAULT_TIME_STEP / 2)):
@@ -115,10 +99,9 @@ def hung(S: int, C: int, seconds: float, yarn: YarnParams) -> dict:
         length0 = float(probe.yarn_lengths().sum())
         sim, wall = run(sw, setup, seconds, gravity=(0.0, -9.81, 0.0), pins=sw.top_course,
                         time_step=h)
-        c = loop_centroids(sim.x, sw.loops, S, C)
-        course_y = c[:, :, 1].mean(axis=1)
+        course_y = sw.loop_centroids(sim.x)[:, :, 1].mean(axis=1)
         grow = loop_sizes(sim.x, sw.loops, n) / size0
-        out[name] = {"time_step_s": h, "height_ratio": along_fabric(c)[1] / h0,
+        out[name] = {"time_step_s": h, "height_ratio": sw.fabric_size(sim.x)[1] / h0,
                      "largest_loop_ratio": float(grow.max()),
                      "bottom_course_largest_loop_ratio": float(grow[:S].max()),
                      "courses_in_order": bool(np.all(np.diff(course_y) > 0)),

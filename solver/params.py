@@ -376,17 +376,17 @@ class YarnParams:
         "hanging swatch that creeps open without it, docs/yarn.md)", 0.0, 2.0,
         display=Display("", 1.0, "Yarn Friction", 2, soft_max=1.0))
     nonrigid_damping: float = _spec(
-        10800.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "
-        "its rigid motion is removed (1 − exp(−h·μ_prop) of it per step h, the same per second "
-        "at every step); 10800 /s removes Kaldor's α_small = 0.6 per 1/11800 s step "
-        "(Table 4.1)", 0.0, 1.0e6,
-        display=Display("1/s", 1.0, "Non-rigid Damping", 0, soft_max=20000.0))
+        25300.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "
+        "its rigid motion is removed (by backward Euler, h·μ/(1 + h·μ) of it per step h, so "
+        "that a loaded region creeps at the same speed at every step); 25300 /s removes "
+        "Kaldor's α_small = 0.6 per 1/11800 s step with the second pass (Table 4.1)", 0.0, 1.0e6,
+        display=Display("1/s", 1.0, "Non-rigid Damping", 0, soft_max=50000.0))
     nonrigid_friction: float = _spec(
         5.0, "m/s²", "μ_const: the least deceleration of a region's rms relative speed, so a "
         "knit comes to rest instead of creeping (Kaldor §4.5.2, Table 4.3: 500 cm/s²)",
         0.0, 1.0e4, display=Display("m/s²", 1.0, "Non-rigid Friction", 2, soft_max=50.0))
     nonrigid_damping_large: float = _spec(
-        4200.0, "1/s", "the second pass of the filter: rate at which the motion of 4 × 4-loop "
+        5060.0, "1/s", "the second pass of the filter: rate at which the motion of 4 × 4-loop "
         "regions two loops apart relative to their rigid motion is removed (Kaldor §4.2.3, "
         "Table 4.1: α_large = 0.3 per 1/11800 s step)", 0.0, 1.0e6,
         display=Display("1/s", 1.0, "Large-region Damping", 0, soft_max=20000.0))

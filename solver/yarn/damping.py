@@ -10,8 +10,8 @@ damped at all, only the motion of loops relative to their neighbours: it stands 
 friction of the yarn's fuzz, which a frictionless penalty contact lacks.
 
 Each pass β = min(1, max(α, h·μ_const·√k/‖v_nr‖)) · s_k: the proportional part α is eq. 4.11's,
-1 − exp(−h·μ) at a step h so that the same share goes per second at any step (Kaldor gives α
-per step of 1/11800 s); the constant part is Kaldor's revision (§4.5.2, Table 4.3): at low
+h·μ/(1 + h·μ) at a step h (dynamics.filter_shares: backward Euler, so that a region held
+against a steady force creeps at a/μ at any step; Kaldor gives α per step of 1/11800 s); the constant part is Kaldor's revision (§4.5.2, Table 4.3): at low
 speed a constant amount is removed, up to all of it, so the knit comes to rest in finite time
 instead of creeping towards its energy minimum. s_k, the mean of 1/r_p over the region's points
 (r_p: how many regions hold point p), shares the damping out among overlapping regions;
@@ -92,7 +92,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         x: (P, 3) [m]; mass: (P,) [kg]; free: (P,) bool (pinned points keep their velocity).
         ptr, points: the regions (loop_regions).
         alpha: fraction of the non-rigid velocity removed per application, in [0, 1]
-            (1 − exp(−h·μ_prop) in the revised filter).
+            (dynamics.filter_shares).
         const: h·μ_const [m/s], the least rms non-rigid speed removed per application (0: the
             proportional filter of eq. 4.11).
     """

@@ -16,9 +16,10 @@ the bending implicit and the guarantees below:
    (x⁺ − x)/h is now the constrained one;
 4. on it, Coulomb friction between touching yarns (contact.apply_friction, with the normal
    forces of step 1) and then Kaldor's non-rigid velocity filter (damping.py) in two passes
-   (2 × 2-loop regions, then 4 × 4), each removing 1 − exp(−h·μ) of the non-rigid velocity
-   and at least Kaldor's constant μ_const·h: the filter acts before the positions move
-   (Kaldor: "to allow the cloth to come to rest"), so a region the filter holds stays still;
+   (2 × 2-loop regions, then 4 × 4), removing h·μ/(1 + h·μ) of the non-rigid velocity over
+   both (``filter_shares``: a held region creeps at the same speed at every step) and at
+   least Kaldor's constant μ_const·h: the filter acts before the positions move (Kaldor: "to
+   allow the cloth to come to rest"), so a region the filter holds stays still;
 5. x⁺ = x + h·v again; colliders (colliders.py) push points out, with their friction, and the
    lengths are projected once more so that every step ends with the lengths within 1e-6
    (a point a collider pushed weighs ten times its mass in that projection, so it moves its
@@ -130,6 +131,22 @@ class Stepping:
     filter_alpha: float | None = None
     friction: bool = True
     pair_margin: float = PAIR_MARGIN
+
+
+def filter_shares(h: float, small: float, large: float) -> tuple[float, float]:
+    """Shares of the non-rigid velocity the filter's two passes remove in a step of h [s], for
+    the rates μ_small, μ_large [1/s] (YarnParams.nonrigid_damping, nonrigid_damping_large).
+
+    Backward Euler, not exp(−h·μ): the filter acts on the velocity that already holds the
+    step's impulse h·a, so a region held against a steady force a creeps at
+    v = (1 − α)·h·a/α, which is a/μ, the same at every step, only for α = h·μ/(1 + h·μ); shares
+    exp(−h·μ) made a loaded knit creep 2.4× slower than a/μ at the model's step and 1.5× at
+    half of it: a hanging knit's result depended on the step. The small
+    regions' motion is non-rigid in the large ones too, so the first pass takes
+    h·μ_s/(1 + h·(μ_s + μ_l)) and the second h·μ_l/(1 + h·μ_l): motion filtered by both keeps
+    (1 − α_s)(1 − α_l) = 1/(1 + h·(μ_s + μ_l)), motion rigid within the small regions
+    1/(1 + h·μ_l)."""
+    return h * small / (1.0 + h * (small + large)), h * large / (1.0 + h * large)
 
 
 @njit
@@ -453,8 +470,8 @@ class YarnSolver:
         if st.filter_alpha is not None:
             passes = ((m.regions, 1.0 - (1.0 - st.filter_alpha) ** (h / KALDOR_STEP), 0.0),)
         else:
-            passes = ((m.regions, -np.expm1(-h * p.nonrigid_damping), h * p.nonrigid_friction),
-                      (m.large_regions, -np.expm1(-h * p.nonrigid_damping_large), 0.0))
+            small, large = filter_shares(h, p.nonrigid_damping, p.nonrigid_damping_large)
+            passes = ((m.regions, small, h * p.nonrigid_friction), (m.large_regions, large, 0.0))
         for (ptr, points), alpha, const in passes:
             if alpha > 0.0 or const > 0.0:
                 filter_nonrigid(x, v, m.mass, self.free, ptr, points, alpha, const)

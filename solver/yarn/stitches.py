@@ -173,6 +173,26 @@ class Swatch:
                                self.bind_off]).astype(np.int64)
 
 
+    def loop_centroids(self, x: np.ndarray) -> np.ndarray:
+        """(courses, stitches, 3) mean position [m] of each loop's points at x (P, 3)."""
+        courses, stitches = self.purl.shape
+        c = np.zeros((courses * stitches, 3))
+        np.add.at(c, self.loops, x)
+        c /= np.bincount(self.loops, minlength=courses * stitches)[:, None]
+        return c.reshape(courses, stitches, 3)
+
+    def fabric_size(self, x: np.ndarray) -> tuple[float, float]:
+        """(width, height) [m] at x measured along the fabric, so that a curled or folded
+        swatch keeps its size: the lengths of the polylines through the loop centroids along
+        each course and each stitch column, scaled by n/(n − 1) for the outer half-loops,
+        averaged."""
+        c = self.loop_centroids(x)
+        C, S = c.shape[:2]
+        width = np.linalg.norm(np.diff(c, axis=1), axis=2).sum(axis=1).mean() * S / (S - 1)
+        height = np.linalg.norm(np.diff(c, axis=0), axis=2).sum(axis=0).mean() * C / (C - 1)
+        return float(width), float(height)
+
+
 def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
     """(S, 2) int64 point pairs of consecutive points within each yarn."""
     pairs = [np.stack([np.arange(a, b - 1), np.arange(a + 1, b)], axis=1)
