@@ -19,5 +19,10 @@ def kinetic_energy(mass: np.ndarray, v: np.ndarray) -> float:
 
 
 def potential_energy(mass: np.ndarray, x: np.ndarray, gravity: np.ndarray) -> float:
-    """Gravitational potential −Σ m·g·x [J] (zero at the origin)."""
-    return float(-np.sum(mass * (x @ np.asarray(gravity))))
+    """Gravitational potential −Σ m·g·x [J] (zero at the origin).
+
+    Written without a matrix product: ``x @ g`` went to OpenBLAS, whose threads then spun after
+    every frame's report and took the cores from the solver's own threads: up to 15 % of a 4k
+    bake's time on two cores (docs/solver.md, "No BLAS in a frame")."""
+    g = np.asarray(gravity, dtype=np.float64)
+    return float(-np.sum(mass * (x[:, 0] * g[0] + x[:, 1] * g[1] + x[:, 2] * g[2])))

@@ -105,3 +105,17 @@ def test_solver_modules_import_each_other_without_a_cycle():
 
     for name in sorted(graph):
         visit(name)
+
+
+def test_the_frame_report_makes_no_matrix_products():
+    """numpy sends matrix products to OpenBLAS, whose threads then spin after the call on the
+    cores the solver's numba threads need (docs/solver.md, "No BLAS in a frame"): the modules
+    that run after every frame make none."""
+    for name in ("diagnostics.py", "simulation.py"):
+        tree = ast.parse((SOLVER / name).read_text())
+        for node in ast.walk(tree):
+            assert not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)), \
+                f"{name}:{node.lineno}: a matrix product"
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in ("dot", "matmul", "inner", "tensordot", "vdot"), \
+                    f"{name}:{node.lineno}: {node.func.attr}"
