@@ -110,8 +110,8 @@ def test_solver_modules_import_each_other_without_a_cycle():
 def test_the_frame_report_makes_no_matrix_products():
     """numpy sends matrix products to OpenBLAS, whose threads then spin after the call on the
     cores the solver's numba threads need (docs/solver.md, "No BLAS in a frame"): the modules
-    that run after every frame make none."""
-    for name in ("diagnostics.py", "simulation.py"):
+    that run after or before every frame (the report, the gusts) make none."""
+    for name in ("diagnostics.py", "simulation.py", "forces/external.py"):
         tree = ast.parse((SOLVER / name).read_text())
         for node in ast.walk(tree):
             assert not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult)), \

@@ -151,5 +151,11 @@ def wind_field(wind, x: np.ndarray, t: float) -> np.ndarray:
     if wind.turbulence <= 0.0:
         return out
     k, d, phase, omega, amp = gust_modes(wind)
-    arg = (x - u * t) @ k.T + (phase + omega * t)
-    return out + amp * np.sin(arg) @ d
+    # sums of products, not matrix products: those go to OpenBLAS, whose threads then spin on
+    # the cores the solver's threads need (docs/solver.md, "No BLAS in a frame")
+    y = x - u * t
+    arg = y[:, 0:1] * k[:, 0] + y[:, 1:2] * k[:, 1] + y[:, 2:3] * k[:, 2] + (phase + omega * t)
+    s = np.sin(arg)
+    for r in range(3):
+        out[:, r] += amp * np.sum(s * d[:, r], axis=1)
+    return out
