@@ -97,6 +97,7 @@ class Group:
     untangled: int = 0  # vertices moved out of colliders they started inside
     tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
     tangled_frames: int = 0  # frames that began with the cloth intersecting itself
+    threads: list = field(default_factory=list)  # numba threads each frame had (its report's)
 
 
 @dataclass
@@ -116,6 +117,7 @@ class BakeSummary:
     untangled: int = 0  # vertices moved out of colliders they started inside
     tangled_pairs: int = 0  # intersecting cloth triangle pairs the cloth started with
     tangled_frames: int = 0  # frames that began with the cloth intersecting itself
+    threads: list = field(default_factory=list)  # numba threads each frame had (its report's)
     stopped_of: int | None = None  # a stopped bake: the end frame of the range it was asked for
 
     def text(self) -> str:
@@ -612,6 +614,7 @@ class BakeJob:
                 "Please report this with the console output")
         rep = msg.report
         g.frames.append(msg.positions)
+        g.threads.append(rep.threads)
         g.wall_time_s += rep.wall_time_s
         g.max_strain = max(g.max_strain, rep.max_strain)
         g.deepest_penetration_m = max(g.deepest_penetration_m, rep.deepest_penetration_m)

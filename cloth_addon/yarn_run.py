@@ -33,6 +33,7 @@ class YarnReport:
     collider_crossings: int = 0
     untangled: int = 0
     tangled_pairs: int = 0
+    threads: tuple = ()        # numba's thread counts the frame's slices ran with, in turn
 
 
 @dataclass
@@ -58,6 +59,7 @@ class YarnRun:
         self.result = YarnResult(np.array(self._positions))
         self._frame_steps = 0  # steps of the frame in progress done so far
         self._frame_start = (0, 0, 0.0)  # its stats at the start: steps, refinements, wall [s]
+        self._frame_threads: tuple = ()  # numba's thread counts its slices ran with
 
     @property
     def frame(self) -> int:
@@ -78,6 +80,12 @@ class YarnRun:
             self._frame_start = (st.steps, st.refinements, 0.0)
             self._frame_end = f / self.fps
         steps, refinements, wall = self._frame_start
+        if self._frame_steps == 0:
+            self._frame_threads = ()
+        import numba  # loaded by the solver already (after it set OpenMP's spin count)
+        count = numba.get_num_threads()  # this thread's (the runner's)
+        if not self._frame_threads or self._frame_threads[-1] != count:
+            self._frame_threads += (count,)
         t0 = time.perf_counter()
         try:
             while not self.sim.step_toward(self._frame_end):
@@ -101,7 +109,7 @@ class YarnRun:
         report = YarnReport(frame=f, wall_time_s=wall + time.perf_counter() - t0,
                             max_strain=strain, steps=st.steps - steps,
                             refinements=st.refinements - refinements,
-                            deepest_penetration_m=depth)
+                            deepest_penetration_m=depth, threads=self._frame_threads)
         self.result.frames.append(report)
         return report
 

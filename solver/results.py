@@ -42,6 +42,7 @@ class FrameReport:
     step_refinement: int = 1            # the solver's steps divided this many times finer
     seam_gap_m: float = 0.0             # widest gap of a seam pair at the frame's end
     halved_steps: int = 0               # yarn: steps halved so that no yarn passes another
+    threads: int = 0                    # numba threads the frame's parallel kernels had
     closest_yarns_m: float | None = None  # yarn: closest non-neighbouring segments so far
 
 

@@ -235,7 +235,7 @@ class Simulation:
         # travel with the wind: forces/external.py, wind_field)
         wind = wind_field(self.spec.wind_at(f - 1), self.solver.x, t + 0.5 * dt)
         # as many threads as the cores other programs leave free (results do not depend on it)
-        threads.governor().before_frame()
+        thread_count = threads.governor().before_frame()
         try:
             info, retries = self._step_with_retries(t, dt, ft, wind)
         except BlowUpError as exc:
@@ -257,6 +257,7 @@ class Simulation:
             frame_report(f, wall, self.solver, info, self.spec.gravity, colliders.end)
         rep.retries, rep.step_refinement = retries, self.solver.step_refinement
         rep.untangled, rep.tangled_pairs = untangled, tangled
+        rep.threads = thread_count
         self.result.frames.append(rep)
         self.result.positions = self._positions[:f + 1]
         if self.done:

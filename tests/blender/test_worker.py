@@ -115,7 +115,27 @@ def test_a_knit_bakes_in_the_worker_as_inside_blender():
     assert isinstance(job.runner, _worker().ProcessRunner)
     summary = job.run()
     assert summary.models == ["yarn"] and any("closest yarns" in n for n in summary.notes)
-    np.testing.assert_array_equal(_frames(job), _frames(inside))
+    # it differed by ~1e-18 twice under load in Debian's Blender 3.4, never reproduced: a
+    # failure says which threading layer and thread counts each frame ran with
+    np.testing.assert_array_equal(_frames(job), _frames(inside), err_msg=_threads(inside, job))
+
+
+def _threads(inside, worker) -> str:
+    """numba's threading layer here and the thread count of every frame of both bakes."""
+    import os
+
+    import numba
+
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run in this process
+        layer = "not started"
+    env = {k: os.environ[k] for k in ("NUMBA_THREADING_LAYER", "NUMBA_NUM_THREADS",
+                                      "OMP_NUM_THREADS", "GOMP_SPINCOUNT") if k in os.environ}
+    return (f"numba {numba.__version__}, threading layer {layer} in Blender (the worker "
+            f"inherits its environment: {env}), numba.config.NUMBA_NUM_THREADS "
+            f"{numba.config.NUMBA_NUM_THREADS}; threads per frame: inside Blender "
+            f"{inside.groups[0].threads}, worker {worker.groups[0].threads}")
 
 
 def test_the_worker_leaves_a_core_to_blender_within_the_threads_setting():
