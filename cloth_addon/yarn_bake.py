@@ -95,7 +95,7 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
     courses, stitches = sw.purl.shape
     setup = YarnSetup(positions=x, yarn_offsets=sw.yarn_offsets, yarn=params, ties=sw.ties,
                       loops=sw.loops, stitches=stitches, courses=courses,
-                      straight=np.concatenate([sw.cast_on, sw.bind_off]),
+                      limp=np.concatenate([sw.cast_on, sw.bind_off]),
                       rest_curvature=curvature, pin_indices=pins, pin_weights=weights)
 
     # built on the runner's side (it may compile kernels), picklable for the worker process;

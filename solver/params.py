@@ -370,10 +370,16 @@ class YarnParams:
         0.03, "kg/(m²·s)", "k_dt: damping of the tangential relative velocity of touching "
         "yarn, a stand-in for sliding friction (Kaldor eq. 4.10)", 0.0, 1.0e4,
         display=Display("kg/m²/s", 1.0, "Tangential Damping", 3, soft_max=1.0))
+    contact_rest: float = _spec(
+        1.0, "", "share of how far the rest state presses touching yarns into each other that "
+        "is their rest: a pair of segments closer than a diameter there pushes only when pressed "
+        "closer than 2r − share·(2r − its distance there) (the yarns flattened against each "
+        "other, docs/yarn.md); 1 makes the relaxed knit a rest state, 0 is Kaldor's contact, "
+        "where every overlap pushes", 0.0, 1.0)
     friction: float = _spec(
         0.0, "", "μ: Coulomb friction between touching yarns, in the relaxation and the "
-        "simulation (0: Kaldor's model, as validated; wool is about 0.3, which holds a "
-        "hanging swatch that creeps open without it, docs/yarn.md)", 0.0, 2.0,
+        "simulation (0: Kaldor's model, as validated; wool on wool is about 0.3, "
+        "docs/yarn.md)", 0.0, 2.0,
         display=Display("", 1.0, "Yarn Friction", 2, soft_max=1.0))
     nonrigid_damping: float = _spec(
         25300.0, "1/s", "μ_prop: rate at which the motion of each 2 × 2-loop region relative to "

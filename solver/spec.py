@@ -94,9 +94,10 @@ class YarnSetup:
         rest_curvature: (P, 3) every point's rest curvature in its own frame
             (rods.rest_curvature), as the relaxation leaves it; None = that of
             ``rest_positions``.
-        straight: point indices whose rest shape is straight (no rest curvature): a knit's
-            cast-on and bind-off yarns (stitches.Swatch), whose short segments would bend too
-            stiffly about a bent rest shape for the step (rods.rest_bending_force).
+        limp: point indices that do not bend: a knit's cast-on and bind-off yarns
+            (stitches.Swatch), which close its edges by running through the edge loops; bent by
+            the relaxation, their bending about a straight rest shape pushed the knit open and
+            about the bent one moved it still (docs/yarn.md, "Rest state").
         relax: seconds of Kaldor's relaxation run first (relax.py), after which the relaxed
             swatch is the start and the rest state; 0 = the yarns start at rest.
         pin_indices, pin_weights, pin_targets: pinned points, as ClothSetup's: weight 1 holds
@@ -114,7 +115,7 @@ class YarnSetup:
     courses: int = 0
     rest_positions: np.ndarray | None = None
     rest_curvature: np.ndarray | None = None
-    straight: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    limp: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     relax: float = 0.0
     pin_indices: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pin_weights: np.ndarray | None = None

@@ -10,7 +10,9 @@ from solver.yarn.contact import _penalty, clearance
 from solver.yarn import knit_swatch, loop_regions
 from solver.yarn.damping import filter_nonrigid
 from solver.yarn.dynamics import GUARD
-from solver.yarn.rods import Segments, bending_matrix, lumped_masses, project_lengths
+from solver.yarn.rods import (Segments, bending_matrix, frame_turn_force, lumped_masses,
+                              point_segments, project_lengths, rest_bending_force,
+                              rest_curvature)
 from yarns import D, P, relaxed_swatch, solver, straight, swatch_solver
 
 
@@ -202,6 +204,43 @@ def test_revised_filter_stops_slow_non_rigid_motion_and_brakes_fast_motion_by_a_
     assert np.sqrt(((w - rigid) ** 2).sum(axis=1).mean()) == pytest.approx(0.049, rel=1e-3)
 
 
+def test_bending_force_is_the_gradient_of_its_energy_and_has_no_torque():
+    """½·B·Σ|g − R(x)·ḡ|²/l̄ about a rest curvature carried in each point's frame: the bending
+    matrix, the frozen-frame force and the frame's turning (frame_turn_force) together are its
+    exact gradient (central differences), and they exert no net torque on a yarn."""
+    n, B = 24, 1e-8
+    s_ = np.linspace(0, 4 * np.pi, n)
+    rest_x = np.stack([np.cos(s_), np.sin(s_), 0.2 * s_ + 0.1 * np.sin(3 * s_)], 1) * 1e-3
+    seg = Segments.of(np.array([0, n]), rest_x)
+    si, so = point_segments(seg.seg, n)
+    gbar = rest_curvature(rest_x, seg.seg, si, so, seg.rest)
+    x = rest_x + np.random.default_rng(1).normal(size=rest_x.shape) * 5e-5
+    K = bending_matrix(seg, n, B)
+    inner = (si >= 0) & (so >= 0)
+    lbar = np.where(inner, 0.5 * (seg.rest[si] + seg.rest[so]), 1.0)
+
+    def energy(y):
+        now = rest_curvature(y, seg.seg, si, so, seg.rest)   # g in its frame: |g − Rḡ| = |now − ḡ|
+        return 0.5 * B * (((now - gbar) ** 2).sum(axis=1) / lbar)[inner].sum()
+
+    f = -(K @ x)
+    rest_bending_force(x, seg.seg, si, so, seg.rest, gbar, B, f)
+    frozen = f.copy()
+    frame_turn_force(x, seg.seg, si, so, seg.rest, gbar, B, f)
+    eps = 1e-9
+    grad = np.zeros_like(x)
+    for i in range(n):
+        for r in range(3):
+            e = np.zeros_like(x)
+            e[i, r] = eps
+            grad[i, r] = (energy(x + e) - energy(x - e)) / (2 * eps)
+    scale = np.abs(grad).max()
+    assert np.abs(f + grad).max() < 1e-6 * scale
+    assert np.abs(frozen + grad).max() > 1e-2 * scale           # the frozen frame alone is not
+    torque = np.cross(x, f).sum(axis=0)
+    assert np.abs(torque).max() < 1e-9 * scale * 1e-3
+
+
 def test_loop_blocks_tile_the_swatch_and_regions_overlap_one_loop_apart():
     loops = np.repeat(np.arange(7 * 5), 3)               # 7 stitches × 5 courses, 3 points each
     ptr, pts = loop_regions(loops, 7, 5, size=4, stride=None)   # 4 × 4 blocks: 2 × 2 of them
@@ -239,7 +278,8 @@ def test_friction_slows_a_yarn_sliding_across_another_and_keeps_momentum(mu):
     """Two crossing yarns pressed together (0.8 diameter apart) while one slides along the
     other: Coulomb friction takes some of the sliding away while they touch, none without it,
     and never changes the total momentum."""
-    p = dataclasses.replace(P, friction=mu)
+    # Kaldor's contact: the yarns start pressed together, not resting so (contact_rest 0)
+    p = dataclasses.replace(P, friction=mu, contact_rest=0.0)
     a = np.c_[np.linspace(-0.01, 0.01, 21), np.zeros(21), np.zeros(21)]
     b = np.c_[np.zeros(21), np.linspace(-0.01, 0.01, 21), np.full(21, 0.8 * D)]
     sim = solver(np.r_[a, b], [0, 21, 42], p, gravity=(0, 0, 0))

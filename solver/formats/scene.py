@@ -368,7 +368,7 @@ def _knit(table: dict, base_dir: Path, frames: int) -> YarnSetup:
                                                 "none": np.zeros(0, np.int64)})
     return YarnSetup(positions=world, yarn_offsets=sw.yarn_offsets, yarn=yarn, ties=sw.ties,
                      loops=sw.loops, stitches=stitches, courses=courses,
-                     straight=np.concatenate([sw.cast_on, sw.bind_off]),
+                     limp=np.concatenate([sw.cast_on, sw.bind_off]),
                      relax=values.get("relax", 0.02), pin_indices=pins, pin_weights=weights,
                      pin_targets=targets)
 

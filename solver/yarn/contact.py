@@ -154,8 +154,8 @@ PASS_CHUNKS = 8
 
 
 @njit(parallel=True)
-def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact, k_dn, k_dt,
-                 n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
+def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_contact, k_dn,
+                 k_dt, n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
                  slack=0.0):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
@@ -166,7 +166,10 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
     The pairs are worked through in ``PASS_CHUNKS`` fixed pieces, in parallel, each adding its
     pairs' forces and stiffness shares in pair order into a buffer of its own; the buffers are
     then added point by point in piece order, so the sums (and the result) are the same at
-    every thread count. Arguments and units as ``contact_forces``; also written per pair, for
+    every thread count. Arguments and units as ``contact_forces``, except that each pair
+    touches within its own contact distance ``reach`` (K,) [m] (RestContacts.reach: 2r, or
+    less for a pair pressed together in the rest state) instead of 2r: the penalty of a sample
+    pair is f(dist/reach) and its stiffness scales as 1/reach². Also written per pair, for
     the friction of the step (``apply_friction``): ``normal_force`` (K,) [N], the penalty's
     push along the segments' closest-point direction (0 where the pair does not touch), and
     ``closest`` (K, 2), the segment parameters (s, t) of the closest points; for the estimate
@@ -186,7 +189,6 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
         clearance [m]: smallest non-neighbour segment distance, 2r if none is closer).
     """
     diameter = 2.0 * radius
-    inv_diameter = 1.0 / diameter
     d2max = diameter * diameter
     gap = NEIGHBOUR_GAP * diameter
     w = 1.0 / (n_quad * n_quad)
@@ -227,6 +229,11 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
             if d2 >= d2max:
                 continue
             best = min(best, d2)
+            dia = reach[k]
+            d2pair = dia * dia
+            if d2 >= d2pair:
+                continue
+            inv_dia = 1.0 / dia
             # the closest points' direction, onto which the samples' pushes are summed
             mx = (1 - ct) * x[b0, 0] + ct * x[b1, 0] - (1 - cs) * x[a0, 0] - cs * x[a1, 0]
             my = (1 - ct) * x[b0, 1] + ct * x[b1, 1] - (1 - cs) * x[a0, 1] - cs * x[a1, 1]
@@ -242,7 +249,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
             kt = ks = kb = kss = ktt = kst = 0.0
             e_pair = 0.0
             f_normal = 0.0
-            push_scale = k_contact * scale * inv_diameter
+            push_scale = k_contact * scale * inv_dia
             grip = 2.0 / GRIP_DEPTH ** 3 - 2.0 * GRIP_DEPTH
             c_t = 2.0 * scale * k_dt
             c_n = 2.0 * scale * (k_dn - k_dt)
@@ -253,15 +260,15 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                     dy = xs[j, qb, 1] - xs[i, qa, 1]
                     dz = xs[j, qb, 2] - xs[i, qa, 2]
                     dd = dx * dx + dy * dy + dz * dz
-                    if dd >= d2max or dd <= 1e-24 * d2max:
+                    if dd >= d2pair or dd <= 1e-24 * d2pair:
                         continue
                     t = (qb + 0.5) / n_quad
                     # one root and one division per sample: f(d), f′(d), f″(d) and the normal
                     # from 1/dist (the same values as _penalty's, to rounding)
                     dist = np.sqrt(dd)
                     inv = 1.0 / dist
-                    d = dist * inv_diameter
-                    id1 = diameter * inv
+                    d = dist * inv_dia
+                    id1 = dia * inv
                     id2 = id1 * id1
                     e_pair += id2 + d * d - 2.0
                     touching += 1
@@ -297,7 +304,7 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, radius, k_contact
                     fbz += t * fz
             if kt == 0.0:
                 continue
-            kscale = k_contact * scale / d2max
+            kscale = k_contact * scale / d2pair
             if moments is not None:
                 moments[k, 0] = kt * kscale
                 moments[k, 1] = ks * kscale
@@ -483,6 +490,54 @@ def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
                                    load(x, seg[j, 0]), load(x, seg[j, 1]))
         best = min(best, d2)
     return np.sqrt(best)
+
+
+def pair_keys(pairs: np.ndarray, n_segments: int) -> np.ndarray:
+    """(K,) int64 key of each segment pair (K, 2), the same for (i, j) and (j, i)."""
+    lo = np.minimum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    hi = np.maximum(pairs[:, 0], pairs[:, 1]).astype(np.int64)
+    return lo * n_segments + hi
+
+
+class RestContacts:
+    """The yarns' contact in the rest state: the non-neighbouring segment pairs closer than a
+    diameter there (sorted keys, pair_keys) and their distances there [m].
+
+    A relaxed knit's yarns press into each other (its closest pairs a quarter of a diameter
+    apart): Kaldor's penalty then pushes with many times the yarn's weight that no tension or
+    bend balances, and the knit creeps open (docs/yarn.md, "Rest state"). Taking part of that
+    overlap as the pair's rest (the yarns flattened against each other, as fibres do where
+    yarns cross) makes the rest state's contact push no more: each such pair touches only
+    within ``reach``, and with share 1 it pushes only when pressed closer than it rests."""
+
+    def __init__(self, keys: np.ndarray, distance: np.ndarray, n_segments: int):
+        self.keys = keys
+        self.distance = distance
+        self.n_segments = n_segments
+
+    @classmethod
+    def of(cls, x: np.ndarray, seg: np.ndarray, seg_len: np.ndarray, seg_yarn: np.ndarray,
+           seg_arc: np.ndarray, radius: float) -> "RestContacts":
+        """The contacts of the yarns at rest at x (P, 3) [m]."""
+        diameter = 2.0 * radius
+        kept, at = near_pairs(x, seg, seg_len, seg_yarn, seg_arc,
+                              SegmentTree(seg, x, radius).pairs(x), diameter, diameter)
+        keys = pair_keys(kept, len(seg))
+        order = np.argsort(keys, kind="stable")
+        return cls(keys[order], at[order], len(seg))
+
+    def reach(self, pairs: np.ndarray, radius: float, share: float) -> np.ndarray:
+        """(K,) contact distance [m] of each segment pair (K, 2): 2r, less ``share`` of how far
+        inside 2r the pair lay at rest."""
+        diameter = 2.0 * radius
+        out = np.full(len(pairs), diameter)
+        if share <= 0.0 or len(self.keys) == 0 or len(pairs) == 0:
+            return out
+        keys = pair_keys(pairs, self.n_segments)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        hit = self.keys[at] == keys
+        out[hit] = diameter - share * (diameter - self.distance[at[hit]])
+        return out
 
 
 class SegmentTree:

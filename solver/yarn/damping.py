@@ -13,11 +13,15 @@ Each pass β = min(1, max(α, h·μ_const·√k/‖v_nr‖)) · s_k: the proport
 h·μ/(1 + h·μ) at a step h (dynamics.filter_shares: backward Euler, so that a region held
 against a steady force creeps at a/μ at any step; Kaldor gives α per step of 1/11800 s); the constant part is Kaldor's revision (§4.5.2, Table 4.3): at low
 speed a constant amount is removed, up to all of it, so the knit comes to rest in finite time
-instead of creeping towards its energy minimum. s_k, the mean of 1/r_p over the region's points
-(r_p: how many regions hold point p), shares the damping out among overlapping regions;
-eq. 4.11 divides by each point's own r_p instead, which does not keep momentum where r_p
-differs within a region (a swatch's edges: a free swatch then drifts with no force on it;
-Kaldor's footnote to §4.5.2 names the problem). The simulation filters in Kaldor's two passes
+instead of creeping towards its energy minimum. s_k, the least 1/r_p over the region's points
+(r_p: how many regions hold point p), shares the damping out among overlapping regions, so
+that no point's shares add up to more than 1: the regions' removals, applied together, then
+never add up to more than a point's non-rigid velocity, and the filter cannot overshoot (with
+the mean of 1/r_p, the shares near a swatch's edges added up to more, and at the model's step
+a knit at rest began to oscillate and grew: docs/yarn.md, "Rest state"). Eq. 4.11 divides by
+each point's own r_p instead, which does not keep momentum where r_p differs within a region
+(a swatch's edges: a free swatch then drifts with no force on it; Kaldor's footnote to §4.5.2
+names the problem). The simulation filters in Kaldor's two passes
 (§4.2.3: small regions of 2 × 2 loops one loop apart, then 4 × 4 loops two apart); his revised
 single pass over 4 × 4-loop blocks is ``loop_regions(size=4, stride=None)`` (docs/yarn.md says
 why it is not the default).
@@ -81,7 +85,7 @@ def _solve3(A, b):
 
 
 @njit(parallel=True)
-def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
+def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True):
     """Kaldor's non-rigid velocity filter (module docstring), in place on v (P, 3) [m/s].
 
     The regions' rigid fits and strengths are computed in parallel from the velocities before
@@ -95,6 +99,9 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
             (dynamics.filter_shares).
         const: h·μ_const [m/s], the least rms non-rigid speed removed per application (0: the
             proportional filter of eq. 4.11).
+        least: each region's share s_k is the least 1/r_p of its points (the simulation's);
+            False: their mean (Kaldor's relaxation, whose α = 0.3 per 1/11800 s is far from
+            overshooting, so that relaxed knits stay as they were measured).
     """
     P = x.shape[0]
     R = ptr.shape[0] - 1
@@ -144,10 +151,15 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0):
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
         # counts differ within a region, and a free swatch drifts with no force on it
-        share = 0.0
-        for q in range(ptr[k], ptr[k + 1]):
-            share += 1.0 / count[points[q]]
-        share /= ptr[k + 1] - ptr[k]
+        if least:
+            share = 1.0
+            for q in range(ptr[k], ptr[k + 1]):
+                share = min(share, 1.0 / count[points[q]])
+        else:
+            share = 0.0
+            for q in range(ptr[k], ptr[k + 1]):
+                share += 1.0 / count[points[q]]
+            share /= ptr[k + 1] - ptr[k]
         f = alpha
         if const > 0.0:
             # ‖v_nr‖ over the region's 3k velocities; removing const·√k of it is removing

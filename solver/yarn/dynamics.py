@@ -6,7 +6,8 @@ the solver registry as "yarn". One step of length h, Kaldor's revised order (Fig
 the bending implicit and the guarantees below:
 
 1. forces at the start of the step: gravity, yarn–yarn contact with its damping (contact.py)
-   and the rest curvature's part of the bending (rods.rest_bending_force), v* = v + h·M⁻¹·f;
+   and the rest curvature's part of the bending (rods.rest_bending_force, frame_turn_force),
+   v* = v + h·M⁻¹·f;
 2. the bending's quadratic part (rods.bending_matrix) and the soft pins' goal springs by
    backward Euler: (M + h²(K + K_pin))·v = M·v* − h·K·x − h·K_pin·(x − goal), one prefactored
    sparse solve over the free points (hard pins move to their targets); the bending is the
@@ -56,7 +57,7 @@ from .colliders import YarnColliders
 from .contact import SegmentTree, apply_friction, contact_pass, min_clearance, near_pairs
 from .damping import filter_nonrigid
 from .model import YarnModel
-from .rods import Segments, project_lengths, rest_bending_force, rest_curvature
+from .rods import frame_turn_force, Segments, project_lengths, rest_bending_force, rest_curvature
 from .stability import ContactFrequency, contact_springs
 
 # The longest step where the settings give none: a whole number of steps per frame at 24, 25
@@ -354,7 +355,7 @@ class YarnSolver:
         s = self.segments
         f = np.zeros_like(x)
         k = np.zeros(len(x))
-        pairs, found_at, slack = self._pairs(x)
+        pairs, found_at, slack, reach = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
         # the stiffness moments feed the estimate of the contact's highest frequency only,
@@ -362,7 +363,7 @@ class YarnSolver:
         mo = np.empty((len(pairs), 6)) if self._counted % ESTIMATE_EVERY == 0 else None
         self._counted += 1
         energy, _, _, gap = contact_pass(
-            x, v, s.seg, s.rest, s.yarn, s.arc, pairs, p.radius, p.contact_stiffness,
+            x, v, s.seg, s.rest, s.yarn, s.arc, pairs, reach, p.radius, p.contact_stiffness,
             p.contact_damping_normal, p.contact_damping_tangential, N_QUAD, f, k, fn, st,
             mo, found_at, slack)
         out = (f, k, energy, gap, pairs, fn, st, mo)
@@ -379,6 +380,8 @@ class YarnSolver:
         s = self.segments
         rest_bending_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
                            m.params.bend_stiffness, f)
+        frame_turn_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
+                         m.params.bend_stiffness, f)
         return f
 
     def stable_step(self) -> float:
@@ -417,10 +420,11 @@ class YarnSolver:
             r = self.model.radius
             found, found_at = near_pairs(x, s.seg, s.rest, s.yarn, s.arc, self.tree.pairs(x),
                                          2.0 * r, 2.0 * (r + self._margin))
-            self._pairs_at = (x.copy(), found, found_at)
-            return found, found_at, 0.0
-        _, found, found_at = at
-        return found, found_at, 2.0 * spread
+            reach = self.model.rest_contacts.reach(found, r, self.model.params.contact_rest)
+            self._pairs_at = (x.copy(), found, found_at, reach)
+            return found, found_at, 0.0, reach
+        _, found, found_at, reach = at
+        return found, found_at, 2.0 * spread, reach
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
@@ -472,9 +476,10 @@ class YarnSolver:
         else:
             small, large = filter_shares(h, p.nonrigid_damping, p.nonrigid_damping_large)
             passes = ((m.regions, small, h * p.nonrigid_friction), (m.large_regions, large, 0.0))
+        least = st.filter_alpha is None
         for (ptr, points), alpha, const in passes:
             if alpha > 0.0 or const > 0.0:
-                filter_nonrigid(x, v, m.mass, self.free, ptr, points, alpha, const)
+                filter_nonrigid(x, v, m.mass, self.free, ptr, points, alpha, const, least)
 
     def _try(self, h: float):
         """One unrefined step of length h from the current state: (x, v, clearance, largest

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ..params import YarnParams
 from ..spec import YarnSetup
+from .contact import RestContacts
 from .damping import loop_regions
 from .rods import Segments, bending_matrix, lumped_masses, point_segments, rest_curvature
 
@@ -33,6 +34,9 @@ class YarnModel:
         mass: (P,) lumped point masses [kg].
         bend_matrix: (P, P) [N/m] the bending energy's quadratic part (rods.bending_matrix).
         rest_curvature: (P, 3) every point's rest curvature in its own frame (rods).
+        limp: (L,) points that do not bend (YarnSetup.limp).
+        rest_contacts: the segment pairs touching at rest (contact.RestContacts), taken at
+            rest_positions.
         regions, large_regions: the non-rigid filter's two passes, (ptr, points) each
             (damping.loop_regions: 2 × 2 loops one loop apart, 4 × 4 loops two apart), or
             None without loops.
@@ -52,6 +56,8 @@ class YarnModel:
     mass: np.ndarray
     bend_matrix: sp.csc_matrix
     rest_curvature: np.ndarray
+    limp: np.ndarray
+    rest_contacts: RestContacts
     regions: tuple | None
     large_regions: tuple | None
     params: YarnParams
@@ -115,10 +121,10 @@ def build_yarn_model(setup: YarnSetup) -> YarnModel:
         curvature = np.ascontiguousarray(setup.rest_curvature, dtype=np.float64)
         if curvature.shape != (P, 3):
             raise YarnSetupError(f"rest_curvature: shape {curvature.shape}, expected ({P}, 3)")
-    straight = _indices("straight", setup.straight, P)
-    if len(straight):
+    limp = _indices("limp", setup.limp, P)
+    if len(limp):
         curvature = curvature.copy()
-        curvature[straight] = 0.0
+        curvature[limp] = 0.0
     ties = _indices("ties", setup.ties, P).reshape(-1, 2)
     tie_rest = np.linalg.norm(rest_x[ties[:, 1]] - rest_x[ties[:, 0]], axis=1)
     params = setup.yarn
@@ -147,7 +153,10 @@ def build_yarn_model(setup: YarnSetup) -> YarnModel:
     return YarnModel(
         rest_positions=x, yarn_offsets=offsets, segments=segments, seg_in=seg_in,
         seg_out=seg_out, ties=ties, tie_rest=tie_rest, mass=mass,
-        bend_matrix=bending_matrix(segments, P, params.bend_stiffness).tocsc(),
-        rest_curvature=curvature, regions=regions, large_regions=large, params=params,
+        bend_matrix=bending_matrix(segments, P, params.bend_stiffness, limp).tocsc(),
+        rest_curvature=curvature, limp=limp,
+        rest_contacts=RestContacts.of(rest_x, segments.seg, segments.rest, segments.yarn,
+                                      segments.arc, params.radius),
+        regions=regions, large_regions=large, params=params,
         pin_indices=pins, pin_weights=weights, hard_pins=pins[hard], soft_pins=soft,
         soft_pin_stiffness=weights[~hard] * params.pin_stiffness * share[soft])

@@ -9,10 +9,11 @@ lengths (the segments' lengths there) and the rest curvature (the curvature ther
 
 Then the settle: the simulated model itself (inextensible yarns, the full bending about that
 rest curvature, the yarn's friction and filter) with Kaldor's viscous damping, until the points
-move slower than ``SETTLE_SPEED`` (or ``settle`` seconds have passed). The first phase ends
-with the contacts pressed harder than the full model holds them; the settle lets them give way
-where the model says, so that the knit handed to the simulation is at rest in it: a free swatch
-stays put (bench/yarn_rest.py, docs/yarn.md "Validation").
+move slower than ``SETTLE_SPEED`` (or ``settle`` seconds have passed). With the rest contacts
+(YarnParams.contact_rest, contact.RestContacts: the first phase's end is where touching yarns
+rest) and the edge yarns limp, the first phase's end is already at rest in the model and the
+settle stops within its first window; with Kaldor's contact (contact_rest 0) it lets the
+pressed contacts give way (docs/yarn.md, "Rest state").
 
 Conversions of Kaldor's "Relaxation" column: k_len = 10000 g·cm²/s² = 1e-3 J in
 E = k_len·∫(1 − |y′|/ℓ)² ds over one segment, i.e. an axial stiffness EA = 2·k_len/ℓ, about 1 N
@@ -100,8 +101,9 @@ def _relax(setup, duration, shrink, ramp, settle, settle_damping, time_step, gov
     P = len(setup.positions)
     soft = dataclasses.replace(
         setup, yarn=dataclasses.replace(yarn, bend_stiffness=yarn.bend_stiffness
-                                        * RELAX_BEND_SCALE),
-        rest_curvature=np.zeros((P, 3)), pin_indices=np.zeros(0, np.int64), pin_weights=None,
+                                        * RELAX_BEND_SCALE, contact_rest=0.0),
+        rest_curvature=np.zeros((P, 3)), limp=np.zeros(0, np.int64),
+        pin_indices=np.zeros(0, np.int64), pin_weights=None,
         pin_targets=None, relax=0.0)
     settings = SolverSettings(model="yarn", time_step=time_step)
     first = YarnSolver(build_yarn_model(soft), settings, gravity=(0.0, 0.0, 0.0),
@@ -121,9 +123,9 @@ def _relax(setup, duration, shrink, ramp, settle, settle_damping, time_step, gov
     s = first.model.segments
     rest = s.lengths(x)
     shape = dataclasses.replace(soft, positions=x, rest_positions=None, yarn=yarn,
-                                rest_curvature=None)
+                                rest_curvature=None, limp=setup.limp)
     curvature = rest_curvature(x, s.seg, first.model.seg_in, first.model.seg_out, rest)
-    curvature[np.asarray(setup.straight, dtype=np.int64)] = 0.0
+    curvature[np.asarray(setup.limp, dtype=np.int64)] = 0.0
     relaxed = dataclasses.replace(shape, rest_curvature=curvature)
     settled = 0.0
     if settle > 0.0:
@@ -186,7 +188,7 @@ def swatch_setup(swatch: Swatch, yarn, **fields) -> YarnSetup:
     courses, stitches = swatch.purl.shape
     values = dict(positions=swatch.positions, yarn_offsets=swatch.yarn_offsets, yarn=yarn,
                   ties=swatch.ties, loops=swatch.loops, stitches=stitches, courses=courses,
-                  straight=np.concatenate([swatch.cast_on, swatch.bind_off]))
+                  limp=np.concatenate([swatch.cast_on, swatch.bind_off]))
     return YarnSetup(**{**values, **fields})
 
 

@@ -62,7 +62,8 @@ def lumped_masses(segments: Segments, n_points: int, linear_density: float) -> n
     return m
 
 
-def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> sp.csr_matrix:
+def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float,
+                   limp: np.ndarray | None = None) -> sp.csr_matrix:
     """K (P, P) [N/m] of the bending energy's quadratic part ½·xᵀK·x per coordinate axis.
 
     At each interior point i between segments a = (i−1, i) and b = (i, i+1) the discrete
@@ -71,12 +72,15 @@ def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float) -> 
     bending energy is E = ½·B·Σ |g − ḡ|²/l̄ ≈ ½·B·∫|κ − κ̄|² ds with ḡ the rest curvature
     (``rest_bending_force``). Its part ½·B·Σ|g|²/l̄ is quadratic in the points, like Kaldor's
     eq. 4.4 with a straight rest shape: K is constant and its implicit step one prefactored
-    solve; the rest curvature's part is a force.
+    solve; the rest curvature's part is a force. Points of ``limp`` (indices) do not bend.
     """
     seg = segments.seg
     rows, cols, vals = [], [], []
     # consecutive segments of one yarn share a point: seg[k, 1] == seg[k + 1, 0]
-    for k in np.nonzero(seg[:-1, 1] == seg[1:, 0])[0]:
+    bends = seg[:-1, 1] == seg[1:, 0]
+    if limp is not None and len(limp):
+        bends &= ~np.isin(seg[:-1, 1], limp)
+    for k in np.nonzero(bends)[0]:
         la, lb = segments.rest[k], segments.rest[k + 1]
         idx = (seg[k, 0], seg[k, 1], seg[k + 1, 1])
         c = (1.0 / la, -(1.0 / la + 1.0 / lb), 1.0 / lb)
@@ -190,9 +194,9 @@ def rest_bending_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness,
 
     E = ½·B·Σ|g − ḡ|²/l̄ = ½·xᵀK·x (bending_matrix, stepped implicitly) − B·Σ g·ḡ/l̄ + const;
     this is the force of the middle term, B/l̄·∂g/∂x·ḡ, with ḡ = curvature[p] (P, 3) placed in
-    the point's current frame (rest_curvature) so that it turns with the yarn. The frame is
-    taken as fixed over the step, as a corotational element's rotation is. Computed per point
-    (each gathers the terms of itself and its two neighbours), in parallel."""
+    the point's current frame (rest_curvature) so that it turns with the yarn, the frame held
+    fixed; frame_turn_force adds the part from the frame turning. Computed per point (each
+    gathers the terms of itself and its two neighbours), in parallel."""
     P = x.shape[0]
     q = np.zeros((P, 3))      # B/l̄·ḡ placed in the frame at every point
     for p in prange(P):
@@ -418,3 +422,143 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
         if soft:
             break
     return it, worst
+
+
+@njit(inline="always")
+def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
+    """∂φ/∂x for φ = g·(ḡ₀t + ḡ₁n + ḡ₂ t×n) with g held: how the frame of point p turns with
+    the points it is made from (_curvature_frame, whose rows fr (4, 3) are given). Writes
+    grad (5, 3) for the points idx (5,) (a₂, a, p, c, c₂; −1 where absent); False where p has
+    no frame.
+
+    t = u/|u|, u = e_a/ℓ_a + e_b/ℓ_b; n = w/|w|, w = m − (m·t)t with m the longer stencil's
+    curvature (or g where _curvature_frame falls back to it): the chain rule through both
+    normalisations."""
+    ka = seg_in[p]
+    kb = seg_out[p]
+    a = seg[ka, 0]
+    c = seg[kb, 1]
+    la = rest[ka]
+    lb = rest[kb]
+    for i in range(5):
+        idx[i] = -1
+        for r in range(3):
+            grad[i, r] = 0.0
+    g0, g1, g2 = fr[0, 0], fr[0, 1], fr[0, 2]
+    t0, t1, t2 = fr[1, 0], fr[1, 1], fr[1, 2]
+    n0, n1, n2 = fr[2, 0], fr[2, 1], fr[2, 2]
+    ul = 0.0
+    for r in range(3):
+        ul += ((x[p, r] - x[a, r]) / la + (x[c, r] - x[p, r]) / lb) ** 2
+    ul = np.sqrt(ul)
+    kaa = seg_in[a]
+    kcc = seg_out[c]
+    long = kaa >= 0 and kcc >= 0
+    m = np.empty(3)
+    wl = 0.0
+    mt = 0.0
+    a2 = c2 = -1
+    L1 = L2 = 1.0
+    if long:
+        a2 = seg[kaa, 0]
+        c2 = seg[kcc, 1]
+        L1 = la + rest[kaa]
+        L2 = lb + rest[kcc]
+        for r in range(3):
+            m[r] = (x[c2, r] - x[p, r]) / L2 - (x[p, r] - x[a2, r]) / L1
+        mt = m[0] * t0 + m[1] * t1 + m[2] * t2
+        for r in range(3):
+            wl += (m[r] - mt * fr[1, r]) ** 2
+        if wl <= 1e-6 * (g0 * g0 + g1 * g1 + g2 * g2):   # as _curvature_frame: n from g
+            long = False
+    if not long:
+        m[0], m[1], m[2] = g0, g1, g2
+        mt = m[0] * t0 + m[1] * t1 + m[2] * t2
+        wl = 0.0
+        for r in range(3):
+            wl += (m[r] - mt * fr[1, r]) ** 2
+        if wl <= 1e-24:
+            return False
+    wl = np.sqrt(wl)
+    b0, b1, b2 = gbar[0], gbar[1], gbar[2]
+    # ∂φ/∂t with n held: ḡ₀g + ḡ₂ n×g; ∂φ/∂n with t held: ḡ₁g + ḡ₂ g×t
+    Gt0 = b0 * g0 + b2 * (n1 * g2 - n2 * g1)
+    Gt1 = b0 * g1 + b2 * (n2 * g0 - n0 * g2)
+    Gt2 = b0 * g2 + b2 * (n0 * g1 - n1 * g0)
+    Gn0 = b1 * g0 + b2 * (g1 * t2 - g2 * t1)
+    Gn1 = b1 * g1 + b2 * (g2 * t0 - g0 * t2)
+    Gn2 = b1 * g2 + b2 * (g0 * t1 - g1 * t0)
+    # n = w/|w|: ∂φ/∂w = (I − n nᵀ)·Gn/|w|
+    nG = n0 * Gn0 + n1 * Gn1 + n2 * Gn2
+    Q0 = (Gn0 - nG * n0) / wl
+    Q1 = (Gn1 - nG * n1) / wl
+    Q2 = (Gn2 - nG * n2) / wl
+    # w = m − (m·t)t: ∂φ/∂m = Q − t(t·Q), and onto t −(t·Q)m − (m·t)Q
+    tQ = t0 * Q0 + t1 * Q1 + t2 * Q2
+    Gm0 = Q0 - tQ * t0
+    Gm1 = Q1 - tQ * t1
+    Gm2 = Q2 - tQ * t2
+    Tt0 = Gt0 - tQ * m[0] - mt * Q0
+    Tt1 = Gt1 - tQ * m[1] - mt * Q1
+    Tt2 = Gt2 - tQ * m[2] - mt * Q2
+    # t = u/|u|: ∂φ/∂u = (I − t tᵀ)·Tt/|u|
+    tT = t0 * Tt0 + t1 * Tt1 + t2 * Tt2
+    Gu0 = (Tt0 - tT * t0) / ul
+    Gu1 = (Tt1 - tT * t1) / ul
+    Gu2 = (Tt2 - tT * t2) / ul
+    idx[1] = a
+    idx[2] = p
+    idx[3] = c
+    if long:      # m = (x_c₂ − x_p)/L₂ − (x_p − x_a₂)/L₁
+        idx[0] = a2
+        idx[4] = c2
+        cm = -(1.0 / L1 + 1.0 / L2)
+        grad[0, 0], grad[0, 1], grad[0, 2] = Gm0 / L1, Gm1 / L1, Gm2 / L1
+        grad[4, 0], grad[4, 1], grad[4, 2] = Gm0 / L2, Gm1 / L2, Gm2 / L2
+        grad[2, 0], grad[2, 1], grad[2, 2] = cm * Gm0, cm * Gm1, cm * Gm2
+    else:         # m = g = (x_c − x_p)/ℓ_b − (x_p − x_a)/ℓ_a
+        cg = (1.0 / la, -(1.0 / la + 1.0 / lb), 1.0 / lb)
+        for i in range(3):
+            grad[1 + i, 0] = cg[i] * Gm0
+            grad[1 + i, 1] = cg[i] * Gm1
+            grad[1 + i, 2] = cg[i] * Gm2
+    cu = (-1.0 / la, 1.0 / la - 1.0 / lb, 1.0 / lb)     # u = (x_p − x_a)/ℓ_a + (x_c − x_p)/ℓ_b
+    for i in range(3):
+        grad[1 + i, 0] += cu[i] * Gu0
+        grad[1 + i, 1] += cu[i] * Gu1
+        grad[1 + i, 2] += cu[i] * Gu2
+    return True
+
+
+@njit(parallel=True)
+def frame_turn_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, force):
+    """Add the rest curvature's force from its frame turning with the yarn, B/l̄·∂φ/∂x
+    (_frame_turn), to ``force`` (P, 3) [N]. With rest_bending_force and the bending matrix the
+    bending force is then the exact gradient of ½·B·Σ|g − R(x)ḡ|²/l̄: it does no work around a
+    closed path and no net torque. Without it a knit at rest spins, and its bending feeds a
+    motion that grows (docs/yarn.md, "Rest state"). Per point in parallel, then added in
+    point order (the same at every thread count)."""
+    P = x.shape[0]
+    contrib = np.zeros((P, 5, 3))
+    where = np.full((P, 5), -1, np.int64)
+    for p in prange(P):
+        if curvature[p, 0] == 0.0 and curvature[p, 1] == 0.0 and curvature[p, 2] == 0.0:
+            continue
+        fr = np.empty((4, 3))
+        if not _curvature_frame(x, p, seg, seg_in, seg_out, rest, fr):
+            continue
+        grad = np.empty((5, 3))
+        idx = np.empty(5, np.int64)
+        if not _frame_turn(x, p, seg, seg_in, seg_out, rest, curvature[p], fr, grad, idx):
+            continue
+        w = bend_stiffness / (0.5 * (rest[seg_in[p]] + rest[seg_out[p]]))
+        for i in range(5):
+            where[p, i] = idx[i]
+            for r in range(3):
+                contrib[p, i, r] = w * grad[i, r]
+    for p in range(P):
+        for i in range(5):
+            q = where[p, i]
+            if q >= 0:
+                for r in range(3):
+                    force[q, r] += contrib[p, i, r]
