@@ -10,7 +10,7 @@ down: the scarf end of docs/knit_sphere.png.
 Run (the bpy wheel of .venv, Cycles on the CPU):
 
     NUMBA_CACHE_DIR=$PWD/.cache/numba-py311 .venv/bin/python scripts/render_knit.py \\
-        [--out docs/knit_rib.png] [--frames 12] [--stitches 12] [--samples 32] [--over-sphere]
+        [--out docs/knit_rib.png] [--frames 24] [--stitches 12] [--samples 32] [--over-sphere]
         [--friction 0.3]
 """
 
@@ -73,7 +73,7 @@ def _over_sphere(bpy, swatch) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "knit_rib.png")
-    ap.add_argument("--frames", type=int, default=12, help="bake frames 1..N")
+    ap.add_argument("--frames", type=int, default=24, help="bake frames 1..N")
     ap.add_argument("--stitches", type=int, default=12)
     ap.add_argument("--samples", type=int, default=32)
     ap.add_argument("--friction", type=float, default=0.0,
