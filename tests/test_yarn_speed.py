@@ -14,7 +14,7 @@ from solver.collision.closest import segment_segment
 from solver.yarn.contact import (NEIGHBOUR_GAP, SegmentTree, contact_forces, contact_pass,
                                  min_clearance, near_pairs)
 from solver.yarn.stability import ContactFrequency, add_contact_stiffness, contact_springs
-from yarns import solver
+from yarns import relaxed_swatch, solver, swatch_solver
 
 # Kaldor's contact: these scenes start pressed together (a squeezed rib, yarns crossing 0.6
 # diameters apart), and the contact's stiffness is what is measured, not a rest state
@@ -114,6 +114,27 @@ def test_knit_steps_bit_identically_at_one_and_two_threads():
     finally:
         numba.set_num_threads(before)
     assert np.array_equal(out[0], out[1])
+
+
+@two_threads
+def test_a_relaxed_knit_with_its_rest_contacts_steps_bit_identically_at_one_and_two_threads():
+    """The default contact (contact_rest 1, contact.RestContacts), relaxation included: the
+    Blender bake and the worker run a knit at different thread counts and must agree."""
+    before = numba.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            sw, setup, _ = relaxed_swatch("rib2x2", 4)
+            assert setup.yarn.contact_rest > 0
+            sim = swatch_solver(sw, setup, gravity=(0.0, -9.81, 0.0), pins=sw.top_course)
+            for _ in range(60):
+                sim.step()
+            out.append(sim.x.copy())
+    finally:
+        numba.set_num_threads(before)
+    assert np.array_equal(out[0], out[1])
+    assert np.abs(out[0] - setup.positions).max() > 1e-6  # it really moved [m]
 
 
 def test_a_step_too_long_for_the_contact_is_shortened_on_a_ladder_and_frames_land_exactly():
