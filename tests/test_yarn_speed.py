@@ -99,42 +99,45 @@ def test_reused_candidate_pairs_change_only_rounding():
     assert reused.stats.min_clearance == pytest.approx(fresh.stats.min_clearance, rel=1e-6)
 
 
+def _at_one_and_two_threads(run):
+    """run() at one numba thread, then at two (the caller's count restored after)."""
+    before = numba.get_num_threads()
+    try:
+        out = []
+        for n in (1, 2):
+            numba.set_num_threads(n)
+            out.append(run())
+        return out
+    finally:
+        numba.set_num_threads(before)
+
+
+def _stepped(sim, steps):
+    for _ in range(steps):
+        sim.step()
+    return sim.x.copy()
+
+
 @two_threads
 def test_knit_steps_bit_identically_at_one_and_two_threads():
     sw, x = _swatch()
-    before = numba.get_num_threads()
-    out = []
-    try:
-        for n in (1, 2):
-            numba.set_num_threads(n)
-            sim = _hanging(sw, x)
-            for _ in range(40):
-                sim.step()
-            out.append(sim.x.copy())
-    finally:
-        numba.set_num_threads(before)
-    assert np.array_equal(out[0], out[1])
+    one, two = _at_one_and_two_threads(lambda: _stepped(_hanging(sw, x), 40))
+    assert np.array_equal(one, two)
 
 
 @two_threads
 def test_a_relaxed_knit_with_its_rest_contacts_steps_bit_identically_at_one_and_two_threads():
     """The default contact (contact_rest 1, contact.RestContacts), relaxation included: the
     Blender bake and the worker run a knit at different thread counts and must agree."""
-    before = numba.get_num_threads()
-    out = []
-    try:
-        for n in (1, 2):
-            numba.set_num_threads(n)
-            sw, setup, _ = relaxed_swatch("rib2x2", 4)
-            assert setup.yarn.contact_rest > 0
-            sim = swatch_solver(sw, setup, gravity=(0.0, -9.81, 0.0), pins=sw.top_course)
-            for _ in range(60):
-                sim.step()
-            out.append(sim.x.copy())
-    finally:
-        numba.set_num_threads(before)
-    assert np.array_equal(out[0], out[1])
-    assert np.abs(out[0] - setup.positions).max() > 1e-6  # it really moved [m]
+    def run():
+        sw, setup, _ = relaxed_swatch("rib2x2", 4)
+        assert setup.yarn.contact_rest > 0
+        sim = swatch_solver(sw, setup, gravity=(0.0, -9.81, 0.0), pins=sw.top_course)
+        return setup.positions, _stepped(sim, 60)
+
+    (start, one), (_, two) = _at_one_and_two_threads(run)
+    assert np.array_equal(one, two)
+    assert np.abs(one - start).max() > 1e-6  # it really moved [m]
 
 
 def test_a_step_too_long_for_the_contact_is_shortened_on_a_ladder_and_frames_land_exactly():
