@@ -222,6 +222,33 @@ def test_the_strain_limiter_holding_a_contact_slides_the_vertex_along_the_body()
     assert held[1, 0] < 0.01  # it slid towards the middle
 
 
+def test_the_strain_rounds_shorten_an_edge_at_its_free_end_not_at_the_vertex_held():
+    # One triangle, its edge 0-1 20% over a 5% limit, vertex 0 held against a collider (the
+    # pipeline's collider_contact_vertices): the collision rounds' limiter moves it as if
+    # HELD_MASS times heavier, so the free end 1 takes the shortening in the ratio of their
+    # inverse masses. Moved alike, the held end was pulled back into the body (base.py).
+    from solver.model import build_model
+    from solver.solvers import make_solver
+    from solver.solvers.base import HELD_MASS
+
+    material = dataclasses.replace(CLOTH, max_strain=0.05)
+    rest = [(0.0, 0.0, 0.0), (0.1, 0.0, 0.0), (0.03, 0.08, 0.0)]  # unequal vertex masses
+    model = build_model(ClothSetup(PolyMesh.from_faces(rest, [(0, 1, 2)]), material))
+    solver = make_solver(model, SolverSettings(model="implicit"), np.zeros(3))
+    # edge 0-1 stretched to 1.2 x its rest length; the edges to 2 compressed
+    solver.x[:] = [(0.0, 0.0, 0.0), (0.12, 0.0, 0.0), (0.06, 0.02, 0.0)]
+    start = solver.x.copy()
+    held = np.array([True, False, False])
+    assert solver._limit_strain(1.0 / 24.0, only_if_over=True, held=held) > 0
+    moved = np.linalg.norm(solver.x - start, axis=1)
+    length = np.linalg.norm(solver.x[1] - solver.x[0])
+    assert length == pytest.approx(0.105, rel=1e-3)
+    assert moved[2] == 0.0
+    expected = solver.inv_mass[0] / HELD_MASS / solver.inv_mass[1]
+    assert moved[0] / moved[1] == pytest.approx(expected, rel=1e-6)
+    assert moved[0] < 0.05 * moved[1]  # the held end barely moves
+
+
 def sleeve_on_a_growing_arm(frames=16):
     """A cotton tube (24 x 7 vertices, r = 5 cm, 12 cm long) around a 12-sided prism along x
     whose circumradius grows from 4 to 5.075 cm over 12 frames and stays: the sleeve ends
