@@ -4,8 +4,10 @@ A stockinette swatch of N × N wool-worsted stitches (or ``--courses``) is gener
 (relax.py: Kaldor's 20 ms, then the settle) and hung from its top course under gravity for
 ``--frames`` frames at 24 fps through the frame loop every model goes through
 (simulation.Simulation); prints the relaxation time, the time per frame (wall and CPU), the
-steps and halvings per frame and where a frame's time goes (the contact pass; the
-candidate-pair search; the rest).
+steps and halvings per frame, where a frame's time goes (the contact pass; the
+candidate-pair search; the rest), the threads each frame ran on and the machine's load. A
+frame of Kaldor's swatch takes seconds to a minute, its relaxation minutes: a few frames say
+what a frame costs.
 
 With ``--baseline TREE`` (a checkout of an older commit, e.g. ``git worktree add``), each of
 ``--repeat`` rounds runs the baseline's own ``bench/yarn_swatch.py`` and then this one, each in
@@ -66,25 +68,38 @@ def run(n: int, frames: int, fps: float = 24.0, courses: int | None = None) -> d
     solver._contact = timed("contact", solver._contact)
     solver.tree.pairs = timed("pairs", solver.tree.pairs)
     t0, c0 = time.perf_counter(), time.process_time()
+    load0 = os.getloadavg()[0]
     while not sim.done:
         sim.step()
     wall = (time.perf_counter() - t0) / frames
     cpu = (time.process_time() - c0) / frames
     st = solver.stats
-    return {"stitches": n, "courses": c, "points": len(setup.positions),
+    reports = sim.result.frames
+    return {"stitches": n, "courses": c, "frames": frames, "points": len(setup.positions),
             "segments": len(solver.rest), "relax_s": t_relax, "settled_s": relaxed.settled,
             "frame_s": wall, "frame_cpu_s": cpu, "steps_per_frame": st.steps / frames,
             "refinements": st.refinements, "stability_refinements": st.stability_refinements,
             "contact_share": spent["contact"] / (wall * frames),
             "pairs_share": spent["pairs"] / (wall * frames),
             "closest_diameters": st.min_clearance / (2 * p.radius),
+            "frame_wall_s": [r.wall_time_s for r in reports],
+            "threads": [r.threads for r in reports],
+            # the machine's 1-minute load at the start and the end of the frames
+            "load": [load0, os.getloadavg()[0]],
             "error": sim.result.error}
+
+
+def _load(r: dict) -> str:
+    """The machine's load over a row's frames (rows of older trees have none)."""
+    load = r.get("load")
+    return "?" if load is None else f"{load[0]:.1f}-{load[1]:.1f}"
 
 
 def _line(r: dict) -> str:
     return (f"{r['stitches']:>3} x {r['courses']:<3} {r['points']:>6} points  relax "
             f"{r['relax_s']:.1f} s  {r['frame_s']:.2f} s/frame (CPU {r['frame_cpu_s']:.2f} s)  "
             f"{r['steps_per_frame']:.0f} steps/frame  refinements {r['refinements']} "
+            f"threads {r.get('threads', '?')}  load {_load(r)}  "
             f"(+{r['stability_refinements']} for stability)  "
             f"contact {100 * r.get('contact_share', 0):.0f}%  "
             f"pair search {100 * r.get('pairs_share', 0):.0f}%  "

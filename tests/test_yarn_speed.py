@@ -12,7 +12,7 @@ from solver.yarn import knit_swatch
 from solver.yarn.dynamics import GUARD, Stepping
 from solver.collision.closest import segment_segment
 from solver.yarn.contact import (NEIGHBOUR_GAP, SegmentTree, contact_forces, contact_pass,
-                                 min_clearance, near_pairs)
+                                 min_clearance, near_pairs, segment_motion)
 from solver.yarn.stability import ContactFrequency, add_contact_stiffness, contact_springs
 from yarns import relaxed_swatch, solver, swatch_solver
 
@@ -86,6 +86,47 @@ def test_near_pairs_keeps_the_non_neighbours_within_the_limit_in_order():
     assert 100 < len(expect) < len(cand)
     assert np.array_equal(kept, np.array([(i, j) for i, j, _ in expect]))
     assert np.allclose(at, [d for _, _, d in expect], rtol=1e-12, atol=0)
+
+
+def test_pairs_skipped_by_their_distance_bound_change_nothing():
+    """Kaldor's scheduler (contact_pass's ``motion``): a pair is skipped while its distance
+    where it was found, less the most its segments can have come closer since, keeps it out of
+    reach. Moved on from where the pairs were found (a translation, a stretch and jitter, so
+    that some pairs part, others close in), the pass with the bounds gives the same forces
+    bit for bit and the same clearance as the pass that measures every pair."""
+    sw, x0 = _swatch()
+    s = solver(x0, sw.yarn_offsets, P).segments
+    D = 2 * P.radius
+    found, found_at = near_pairs(x0, s.seg, s.rest, s.yarn, s.arc,
+                                 SegmentTree(s.seg, x0, P.radius, 0.3 * P.radius).pairs(x0),
+                                 D, 2.6 * P.radius)
+    reach = np.full(len(found), 0.9 * D)
+    rng = np.random.default_rng(1)
+    x = x0 * np.array([1.0, 1.03, 1.0]) + np.array([0.01, -0.02, 0.003]) \
+        + rng.normal(scale=0.02 * D, size=x0.shape)
+    v = rng.normal(size=x.shape) * 0.05
+    motion = np.empty((len(s.seg), 5))
+    segment_motion(x, x0, s.seg, np.array([0.01, -0.02, 0.003]), motion)
+
+    def run(at, moved):
+        out = (np.zeros_like(x), np.zeros(len(x)), np.zeros(len(found)),
+               np.zeros((len(found), 2)))
+        got = contact_pass(x, v, s.seg, s.rest, s.yarn, s.arc, found, reach, P.radius,
+                           P.contact_stiffness, P.contact_damping_normal,
+                           P.contact_damping_tangential, 4, *out, None, at, moved)
+        return got, out
+
+    (e1, n1, d1, gap1), (f1, k1, fn1, cl1) = run(None, None)
+    (e2, n2, d2, gap2), (f2, k2, fn2, cl2) = run(found_at, motion)
+    assert n1 > 100 and (n1, d1, gap1) == (n2, d2, gap2) and e2 == e1
+    assert np.array_equal(f1, f2) and np.array_equal(k1, k2) and np.array_equal(fn1, fn2)
+    assert np.array_equal(cl1[fn1 > 0], cl2[fn1 > 0])   # friction's closest points
+    # and some pairs were skipped: the bound holds them out of reach
+    bound = found_at - np.minimum(
+        motion[found[:, 0], 3] + motion[found[:, 1], 3]
+        + np.linalg.norm(motion[found[:, 1], :3] - motion[found[:, 0], :3], axis=1),
+        motion[found[:, 0], 4] + motion[found[:, 1], 4])
+    assert (bound >= reach).sum() > 0.2 * len(found)
 
 
 def test_reused_candidate_pairs_change_only_rounding():

@@ -141,6 +141,40 @@ def _samples(x, v, seg, n_quad, xs, vs):
                 vs[k, q, r] = (1 - s) * v[a, r] + s * v[b, r]
 
 
+@njit(parallel=True)
+def segment_motion(x, x0, seg, centre, motion):
+    """How each segment has moved from x0 to x (P, 3) [m], for ``approach``: motion (S, 5)
+    [m] holds its first point's displacement u_k (3), the largest distance of its points'
+    displacements from u_k, and from the common displacement ``centre`` (3,)."""
+    for k in prange(seg.shape[0]):
+        a = seg[k, 0]
+        b = seg[k, 1]
+        du = 0.0
+        ea = 0.0
+        eb = 0.0
+        for r in range(3):
+            ua = x[a, r] - x0[a, r]
+            ub = x[b, r] - x0[b, r]
+            motion[k, r] = ua
+            du += (ub - ua) * (ub - ua)
+            ea += (ua - centre[r]) * (ua - centre[r])
+            eb += (ub - centre[r]) * (ub - centre[r])
+        motion[k, 3] = np.sqrt(du)
+        motion[k, 4] = np.sqrt(max(ea, eb))
+
+
+@njit(inline="always")
+def approach(motion, i, j):
+    """The most [m] segments i and j can have come closer since their motion (segment_motion)
+    began: the distance of two segments changes by at most the largest displacement of their
+    points from any common one, taken as the common centre's or segment i's first point's."""
+    dx = motion[j, 0] - motion[i, 0]
+    dy = motion[j, 1] - motion[i, 1]
+    dz = motion[j, 2] - motion[i, 2]
+    own = motion[i, 3] + motion[j, 3] + np.sqrt(dx * dx + dy * dy + dz * dz)
+    return min(own, motion[i, 4] + motion[j, 4])
+
+
 # The normal force friction takes from a sample pair is the penalty's push, but at most the push
 # at this distance (in diameters): pressed closer, two yarns grip no harder. Without the cap,
 # friction held yarns in the spot where the contact pressed them hardest, where the grip that
@@ -156,7 +190,7 @@ PASS_CHUNKS = 8
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_contact, k_dn,
                  k_dt, n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
-                 slack=0.0):
+                 motion=None):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
     pair before sampling when it is a diameter or more; sample positions and velocities are
@@ -180,9 +214,12 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
     for a pair that does not touch).
 
     ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found
-    (near_pairs) and ``slack`` [m] how much closer any two segments can have come since
-    (twice how far the points moved apart: dynamics._spread): a pair found ``slack`` or more
-    beyond a diameter is skipped without its distance, as it cannot touch.
+    (near_pairs) and ``motion`` (S, 5) how each segment has moved since (segment_motion): a
+    pair whose distance there, less the most its segments can have come closer since
+    (``approach``), is beyond its ``reach`` is skipped without its distance, as it cannot touch
+    (Kaldor's scheduler, [Kaldor2011] §6.3.1: a per-pair lower bound of the distance instead
+    of a check of every pair at every step). The clearance stays exact: a skipped pair whose
+    bound is below the closest distance found among the others is measured afterwards.
 
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
@@ -205,6 +242,8 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
     c_touch = np.zeros(C, np.int64)
     c_dmin = np.ones(C)
     c_best = np.full(C, d2max)
+    # lower bounds [m] of the skipped pairs' distances that may still set the clearance
+    lower = np.empty(K) if motion is not None else np.empty(0)
     for c in prange(C):
         energy = 0.0
         touching = 0
@@ -218,8 +257,15 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
             closest[k, 1] = 0.0
             if moments is not None:
                 moments[k, 0] = 0.0
-            if found_at is not None and found_at[k] - slack >= diameter:
-                continue
+            if motion is not None:
+                lower[k] = np.inf
+                bound = found_at[k] - approach(motion, i, j)
+                if bound >= diameter:
+                    continue
+                if bound >= reach[k]:
+                    if not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+                        lower[k] = bound
+                    continue
             if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
                 continue
             a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
@@ -334,6 +380,19 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
         c_touch[c] = touching
         c_dmin[c] = d_low
         c_best[c] = best
+    if motion is not None:
+        # the skipped pairs that may be closer than every measured one: measured now
+        reach_best = np.sqrt(min(c_best))
+        for c in prange(C):
+            best = c_best[c]
+            for k in range(c * size, min(K, (c + 1) * size)):
+                if lower[k] < reach_best:
+                    i = pairs[k, 0]
+                    j = pairs[k, 1]
+                    d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                               load(x, seg[j, 0]), load(x, seg[j, 1]))
+                    best = min(best, d2)
+            c_best[c] = best
     for p in prange(P):
         for c in range(C):
             for r in range(3):

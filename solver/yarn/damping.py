@@ -29,6 +29,8 @@ why it is not the default).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._jit import njit, prange
@@ -84,13 +86,58 @@ def _solve3(A, b):
     return x
 
 
-@njit(parallel=True)
+@dataclass(frozen=True)
+class FilterRegions:
+    """Regions (loop_regions) laid out for ``filter_regions``: their CSR point lists, each
+    region's share s_k (module docstring) and the transposed lists, the regions holding each
+    point in increasing order, so that the filter's changes are summed point by point in
+    parallel in the order a loop over the regions would add them."""
+
+    ptr: np.ndarray             # (R + 1,)
+    points: np.ndarray          # (N,)
+    share: np.ndarray           # (R,)
+    point_ptr: np.ndarray       # (P + 1,)
+    point_regions: np.ndarray   # (N,)
+
+    @classmethod
+    def of(cls, ptr: np.ndarray, points: np.ndarray, n_points: int,
+           least: bool = True) -> "FilterRegions":
+        """The layout of regions (ptr, points) over n_points points; ``least`` as
+        ``filter_nonrigid``'s."""
+        ptr = np.ascontiguousarray(ptr, np.int64)
+        points = np.ascontiguousarray(points[:ptr[-1]], np.int64)
+        share = np.empty(len(ptr) - 1)
+        _shares(ptr, points, n_points, least, share)
+        region = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
+        order = np.argsort(points, kind="stable")   # by point, each point's regions in order
+        point_ptr = np.zeros(n_points + 1, np.int64)
+        np.cumsum(np.bincount(points, minlength=n_points), out=point_ptr[1:])
+        return cls(ptr, points, share, point_ptr, region[order])
+
+
+@njit
+def _shares(ptr, points, n_points, least, share):
+    """Each region's share s_k (R,): the least (or the mean) 1/r_p over its points, r_p the
+    number of regions holding point p."""
+    count = np.zeros(n_points)
+    for k in range(ptr.shape[0] - 1):
+        for q in range(ptr[k], ptr[k + 1]):
+            count[points[q]] += 1.0
+    for k in range(ptr.shape[0] - 1):
+        if least:
+            s = 1.0
+            for q in range(ptr[k], ptr[k + 1]):
+                s = min(s, 1.0 / count[points[q]])
+        else:
+            s = 0.0
+            for q in range(ptr[k], ptr[k + 1]):
+                s += 1.0 / count[points[q]]
+            s /= ptr[k + 1] - ptr[k]
+        share[k] = s
+
+
 def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True):
     """Kaldor's non-rigid velocity filter (module docstring), in place on v (P, 3) [m/s].
-
-    The regions' rigid fits and strengths are computed in parallel from the velocities before
-    the filter and applied afterwards in region order, so the result is the same at every
-    thread count.
 
     Args:
         x: (P, 3) [m]; mass: (P,) [kg]; free: (P,) bool (pinned points keep their velocity).
@@ -102,13 +149,25 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True)
         least: each region's share s_k is the least 1/r_p of its points (the simulation's);
             False: their mean (Kaldor's relaxation, whose α = 0.3 per 1/11800 s is far from
             overshooting, so that relaxed knits stay as they were measured).
-    """
-    P = x.shape[0]
+
+    A solver filtering at every step lays its regions out once (FilterRegions) and calls
+    ``filter_regions``."""
+    filter_regions(x, v, mass, free, FilterRegions.of(ptr, points, len(x), least), alpha, const)
+
+
+def filter_regions(x, v, mass, free, regions: FilterRegions, alpha, const=0.0):
+    """``filter_nonrigid`` with the regions laid out (FilterRegions.of)."""
+    r = regions
+    _filter(x, v, mass, free, r.ptr, r.points, r.share, r.point_ptr, r.point_regions, alpha,
+            const)
+
+
+@njit(parallel=True)
+def _filter(x, v, mass, free, ptr, points, shares, point_ptr, point_regions, alpha, const):
+    """The filter's kernel: the regions' rigid fits and strengths are computed in parallel
+    from the velocities before the filter, then each point's changes are summed in parallel
+    in region order (point_regions), so the result is the same at every thread count."""
     R = ptr.shape[0] - 1
-    count = np.zeros(P)
-    for k in range(R):
-        for q in range(ptr[k], ptr[k + 1]):
-            count[points[q]] += 1.0
     # per region: centre of mass, its velocity, angular velocity, strength (0: skip)
     fit = np.zeros((R, 10))
     for k in prange(R):
@@ -151,15 +210,7 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True)
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
         # counts differ within a region, and a free swatch drifts with no force on it
-        if least:
-            share = 1.0
-            for q in range(ptr[k], ptr[k + 1]):
-                share = min(share, 1.0 / count[points[q]])
-        else:
-            share = 0.0
-            for q in range(ptr[k], ptr[k + 1]):
-                share += 1.0 / count[points[q]]
-            share /= ptr[k + 1] - ptr[k]
+        share = shares[k]
         f = alpha
         if const > 0.0:
             # ‖v_nr‖ over the region's 3k velocities; removing const·√k of it is removing
@@ -178,25 +229,22 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True)
         fit[k, 3:6] = vc
         fit[k, 6:9] = w
         fit[k, 9] = min(1.0, f) * share
-    dv = np.zeros((P, 3))
-    for k in range(R):
-        f = fit[k, 9]
-        if f == 0.0:
+    for p in prange(x.shape[0]):
+        if not free[p]:
             continue
-        xc = fit[k, 0:3]
-        vc = fit[k, 3:6]
-        w = fit[k, 6:9]
-        for q in range(ptr[k], ptr[k + 1]):
-            p = points[q]
-            if not free[p]:
+        d0 = d1 = d2 = 0.0
+        for q in range(point_ptr[p], point_ptr[p + 1]):
+            k = point_regions[q]
+            f = fit[k, 9]
+            if f == 0.0:
                 continue
-            r0, r1, r2 = x[p, 0] - xc[0], x[p, 1] - xc[1], x[p, 2] - xc[2]
-            vr0 = vc[0] + w[1] * r2 - w[2] * r1
-            vr1 = vc[1] + w[2] * r0 - w[0] * r2
-            vr2 = vc[2] + w[0] * r1 - w[1] * r0
-            dv[p, 0] -= f * (v[p, 0] - vr0)
-            dv[p, 1] -= f * (v[p, 1] - vr1)
-            dv[p, 2] -= f * (v[p, 2] - vr2)
-    for p in range(P):
-        for r in range(3):
-            v[p, r] += dv[p, r]
+            r0, r1, r2 = x[p, 0] - fit[k, 0], x[p, 1] - fit[k, 1], x[p, 2] - fit[k, 2]
+            vr0 = fit[k, 3] + fit[k, 7] * r2 - fit[k, 8] * r1
+            vr1 = fit[k, 4] + fit[k, 8] * r0 - fit[k, 6] * r2
+            vr2 = fit[k, 5] + fit[k, 6] * r1 - fit[k, 7] * r0
+            d0 -= f * (v[p, 0] - vr0)
+            d1 -= f * (v[p, 1] - vr1)
+            d2 -= f * (v[p, 2] - vr2)
+        v[p, 0] += d0
+        v[p, 1] += d1
+        v[p, 2] += d2

@@ -54,8 +54,9 @@ from ..params import SolverSettings
 from ..results import FrameReport
 from ..solvers.base import BlowUpError, StepInfo
 from .colliders import YarnColliders
-from .contact import SegmentTree, apply_friction, contact_pass, min_clearance, near_pairs
-from .damping import filter_nonrigid
+from .contact import (SegmentTree, apply_friction, contact_pass, min_clearance, near_pairs,
+                      segment_motion)
+from .damping import FilterRegions, filter_regions
 from .model import YarnModel
 from .rods import frame_turn_force, Segments, project_lengths, rest_bending_force, rest_curvature
 from .stability import ContactFrequency, contact_springs
@@ -151,9 +152,10 @@ def filter_shares(h: float, small: float, large: float) -> tuple[float, float]:
 
 
 @njit
-def _spread(x, x0):
+def _spread(x, x0, centre):
     """Largest distance [m] of the displacements x − x0 (P, 3) from the centre of their
-    bounding box: how far the points moved apart from a common translation."""
+    bounding box, written to ``centre`` (3,): how far the points moved apart from a common
+    translation."""
     lo = np.full(3, np.inf)
     hi = np.full(3, -np.inf)
     for p in range(x.shape[0]):
@@ -161,12 +163,13 @@ def _spread(x, x0):
             d = x[p, r] - x0[p, r]
             lo[r] = min(lo[r], d)
             hi[r] = max(hi[r], d)
-    c = 0.5 * (lo + hi)
+    for r in range(3):
+        centre[r] = 0.5 * (lo[r] + hi[r])
     best = 0.0
     for p in range(x.shape[0]):
         dd = 0.0
         for r in range(3):
-            d = x[p, r] - x0[p, r] - c[r]
+            d = x[p, r] - x0[p, r] - centre[r]
             dd += d * d
         best = max(best, dd)
     return np.sqrt(best)
@@ -230,6 +233,8 @@ class YarnSolver:
         self._pairs_at: tuple | None = None   # (x₀, pairs, their distances at x₀)
         self._margin = stepping.pair_margin * model.radius
         self._contact_at: tuple | None = None
+        self._layouts: dict = {}   # the filter's regions laid out (_laid_out)
+        self._forces_at: tuple | None = None   # (the contact pass, forces(x, v)) of the last
         self._factors: OrderedDict[float, object] = OrderedDict()
         self._frequency = ContactFrequency(model.mass, free)
         self._bound: tuple | None = None
@@ -286,7 +291,7 @@ class YarnSolver:
     def restore_frame_state(self, state: dict) -> None:
         for k, value in state.items():
             setattr(self, k, copy.deepcopy(value))
-        self._contact_at = self._bound = self._pairs_at = None
+        self._contact_at = self._bound = self._pairs_at = self._forces_at = None
 
     def check_start_outside(self) -> None:
         """ValueError if the colliders would push a free point at the start by the guard or
@@ -355,7 +360,7 @@ class YarnSolver:
         s = self.segments
         f = np.zeros_like(x)
         k = np.zeros(len(x))
-        pairs, found_at, slack, reach = self._pairs(x)
+        pairs, found_at, motion, reach = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
         # the stiffness moments feed the estimate of the contact's highest frequency only,
@@ -365,23 +370,30 @@ class YarnSolver:
         energy, _, _, gap = contact_pass(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, reach, p.radius, p.contact_stiffness,
             p.contact_damping_normal, p.contact_damping_tangential, N_QUAD, f, k, fn, st,
-            mo, found_at, slack)
+            mo, found_at, motion)
         out = (f, k, energy, gap, pairs, fn, st, mo)
         self._contact_at = (x.copy(), v.copy(), out, self.rest.copy())
         return out
 
     def forces(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Gravity, yarn–yarn contact (penalty and damping) and the rest curvature's bending
-        force [N] (P, 3) at (x, v)."""
+        force [N] (P, 3) at (x, v); the last result is reused for the contact pass it was made
+        from (the same positions, velocities and target lengths): a step asks twice, once for
+        its length and once to make it."""
         m = self.model
         fc, k, self.contact_energy = self._contact(x, v)[:3]
         self._stiffness = k
+        made = self._forces_at
+        if made is not None and made[0] is self._contact_at:
+            return made[1]
         f = m.mass[:, None] * self.gravity[None, :] + fc
         s = self.segments
         rest_bending_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
                            m.params.bend_stiffness, f)
         frame_turn_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
                          m.params.bend_stiffness, f)
+        f.flags.writeable = False
+        self._forces_at = (self._contact_at, f)
         return f
 
     def stable_step(self) -> float:
@@ -407,14 +419,16 @@ class YarnSolver:
         self._bound = (c, h)
         return h
 
-    def _pairs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    def _pairs(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Candidate segment pairs at x: those found at earlier positions x₀ while every point
         has moved the same to within the margin since (a common translation changes no
         distance, so a falling swatch keeps them), else found anew; only pairs that can come
         within a diameter before the next search are kept (contact.near_pairs). Also their
-        distances at x₀ and how much closer two segments can have come since."""
+        distances at x₀, how each segment has moved since (contact.segment_motion: how much
+        closer each pair can have come) and their contact distances."""
         at = self._pairs_at
-        spread = -1.0 if at is None or at[0].shape != x.shape else _spread(x, at[0])
+        centre = np.zeros(3)
+        spread = -1.0 if at is None or at[0].shape != x.shape else _spread(x, at[0], centre)
         if spread < 0.0 or spread >= self._margin:
             s = self.segments
             r = self.model.radius
@@ -422,9 +436,11 @@ class YarnSolver:
                                          2.0 * r, 2.0 * (r + self._margin))
             reach = self.model.rest_contacts.reach(found, r, self.model.params.contact_rest)
             self._pairs_at = (x.copy(), found, found_at, reach)
-            return found, found_at, 0.0, reach
-        _, found, found_at, reach = at
-        return found, found_at, 2.0 * spread, reach
+            return found, found_at, np.zeros((len(s.seg), 5)), reach
+        x0, found, found_at, reach = at
+        motion = np.empty((len(self.model.segments.seg), 5))
+        segment_motion(x, x0, self.model.segments.seg, centre, motion)
+        return found, found_at, motion, reach
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
@@ -477,9 +493,18 @@ class YarnSolver:
             small, large = filter_shares(h, p.nonrigid_damping, p.nonrigid_damping_large)
             passes = ((m.regions, small, h * p.nonrigid_friction), (m.large_regions, large, 0.0))
         least = st.filter_alpha is None
-        for (ptr, points), alpha, const in passes:
+        for regions, alpha, const in passes:
             if alpha > 0.0 or const > 0.0:
-                filter_nonrigid(x, v, m.mass, self.free, ptr, points, alpha, const, least)
+                filter_regions(x, v, m.mass, self.free, self._laid_out(regions, least), alpha,
+                               const)
+
+    def _laid_out(self, regions: tuple, least: bool) -> FilterRegions:
+        """The filter's regions (ptr, points) of the model, laid out once (FilterRegions)."""
+        key = (id(regions), least)
+        if key not in self._layouts:   # the model is frozen: its regions stay
+            self._layouts[key] = (regions, FilterRegions.of(*regions, self.model.vertex_count,
+                                                            least))
+        return self._layouts[key][1]
 
     def _try(self, h: float):
         """One unrefined step of length h from the current state: (x, v, clearance, largest
