@@ -24,7 +24,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..solver import (KNIT_GAUGE_IN_RADII, YarnStepError, knit_swatch, list_yarn_presets,
                       load_yarn_preset, relax_swatch, yarn_preset_info)
 from . import units
-from .properties import KNIT_PATTERN_ITEMS, REPEAT_DESCRIPTION, yarn_friction_property
+from .properties import KNIT_PATTERN_ITEMS, REPEAT_DESCRIPTION, yarn_property
 
 PIN_GROUP = "Top Course"
 # The rest curvature the relaxation leaves each yarn point (solver/yarn/rods.py), kept on the
@@ -50,20 +50,22 @@ def solver_pattern(pattern: str, repeat: str) -> str:
     return repeat if pattern == "REPEAT" else pattern.lower()
 
 
-def swatch_params(yarn: str, friction: float):
-    """The yarn preset with the swatch's own yarn friction (an object setting, 0 by default)."""
-    return dataclasses.replace(load_yarn_preset(yarn), friction=float(friction))
+def swatch_params(yarn: str, friction: float, contact_rest: float):
+    """The yarn preset with the swatch's own Yarn Friction and Rest Contacts (object
+    settings)."""
+    return dataclasses.replace(load_yarn_preset(yarn), friction=float(friction),
+                               contact_rest=float(contact_rest))
 
 
 def swatch_geometry(pattern: str, stitches: int, courses: int, yarn: str,
                     stitch_width: float, course_height: float, relax: bool = True,
-                    friction: float = 0.0, edges: bool = True):
+                    friction: float = 0.0, edges: bool = True, contact_rest: float = 1.0):
     """For ``pattern`` as the stitch generator takes it (``solver_pattern``), the swatch's
     yarn points in its object's frame [m], centred on the origin (courses +x, wales +z, face
     −y), its segments (S, 2), the Swatch (topology: loops, ties), the yarn and the rest
     curvature (P, 3) the relaxation leaves (None without it); relaxed with the yarn friction
-    the bake will use."""
-    params = swatch_params(yarn, friction)
+    and rest contacts the bake will use."""
+    params = swatch_params(yarn, friction, contact_rest)
     sw = knit_swatch(pattern, stitches, courses, stitch_width, course_height, params.radius,
                      edges=edges)
     curvature = None
@@ -129,12 +131,12 @@ def yarn_material(name: str = "Yarn") -> bpy.types.Material:
 def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
                stitch_width: float, course_height: float, relax: bool = True,
                pin_top: bool = True, name: str = "Knit Swatch", friction: float = 0.0,
-               repeat: str = "", edges: bool = True):
+               repeat: str = "", edges: bool = True, contact_rest: float = 1.0):
     """Create the swatch object at the 3D cursor (see module docstring); returns it.
     ``pattern`` is a Pattern item, ``repeat`` the Repeat text of the item REPEAT."""
     local, segments, sw, params, curvature = swatch_geometry(
         solver_pattern(pattern, repeat), stitches, courses, yarn, stitch_width, course_height,
-        relax, friction, edges)
+        relax, friction, edges, contact_rest)
     metres = units.metres_per_unit(context.scene)
     mesh = bpy.data.meshes.new(name)
     mesh.vertices.add(len(local))
@@ -158,7 +160,7 @@ def add_swatch(context, pattern: str, stitches: int, courses: int, yarn: str,
     s.knit_stitches, s.knit_courses = stitches, courses
     s.knit_yarn = yarn
     s.knit_stitch_width, s.knit_course_height = stitch_width, course_height
-    s.knit_friction = friction
+    s.knit_friction, s.knit_contact_rest = friction, contact_rest
     s.knit_edges = edges
     if pin_top:
         group = obj.vertex_groups.new(name=PIN_GROUP)
@@ -200,7 +202,8 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
     relax: BoolProperty(name="Relax", default=True,
                         description="Let the generated loops settle into a rest state first "
                                     "(Kaldor §7.1; a few seconds for 12 × 12 stitches)")
-    friction: yarn_friction_property()
+    friction: yarn_property("friction")
+    contact_rest: yarn_property("contact_rest")
     edges: BoolProperty(name="Cast On and Bind Off", default=True,
                         description="Finish the bottom edge with a cast-on and the top with a "
                                     "bind-off, so neither can open (off: raw edges)")
@@ -229,6 +232,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         col.prop(self, "courses_per_10cm")
         layout.prop(self, "relax")
         layout.prop(self, "friction")
+        layout.prop(self, "contact_rest")
         layout.prop(self, "edges")
         layout.prop(self, "pin_top")
 
@@ -239,7 +243,7 @@ class CLOTH_SOLVER_OT_add_knit_swatch(bpy.types.Operator):
         try:
             add_swatch(context, self.pattern, self.stitches, self.courses, self.yarn, w, h,
                        relax=self.relax, pin_top=self.pin_top, friction=self.friction,
-                       repeat=self.repeat, edges=self.edges)
+                       repeat=self.repeat, edges=self.edges, contact_rest=self.contact_rest)
         except (YarnStepError, ValueError) as err:
             self.report({"ERROR"}, f"Knit Swatch: {err}")
             return {"CANCELLED"}

@@ -188,6 +188,7 @@ def _draw_yarn(layout, ob):
         col.label(text="Cast on and bound off", icon="BLANK1")
     layout.prop_search(s, "pin_group", ob, "vertex_groups", text="Pin Group")
     layout.prop(s, "knit_friction")
+    layout.prop(s, "knit_contact_rest")
     col = layout.column(align=True)
     col.label(text="Pin weight 1 holds a point, less pulls it", icon="INFO")
     col.label(text="Collides with every collider, as cloth does", icon="INFO")

@@ -48,13 +48,17 @@ KNIT_PATTERN_ITEMS = (
 REPEAT_DESCRIPTION = ("Knit and purl counts repeated across each course, such as k3p1; / starts "
                       "the next course up (k1p1/p1k1 is seed); read as seen from the face")
 
-def yarn_friction_property() -> FloatProperty:
-    """Yarn Friction (μ), its default, bounds and description from YarnParams.friction: an
-    object setting of a knit swatch and an option of Add > Knit Swatch."""
-    field = next(f for f in dataclasses.fields(YarnParams) if f.name == "friction")
-    spec = field.metadata["spec"]
-    return FloatProperty(name="Yarn Friction", default=field.default, min=spec.minimum,
-                         max=spec.maximum, soft_max=1.0, precision=2,
+def yarn_property(name: str) -> FloatProperty:
+    """A YarnParams field as an object setting of a knit swatch and an option of Add > Knit
+    Swatch: its label, default, bounds, precision and description from the field's FieldSpec
+    and Display (solver/params.py), the one place they are set. Only fields shown as they are
+    stored (Display scale 1, a pure number) are taken: the swatch stores them as drawn."""
+    field = next(f for f in dataclasses.fields(YarnParams) if f.name == name)
+    spec, display = field.metadata["spec"], field.metadata["display"]
+    if display.scale != 1.0 or spec.unit:
+        raise ValueError(f"YarnParams.{name} is not a pure number shown as stored")
+    return FloatProperty(name=display.label, default=field.default, min=spec.minimum,
+                         max=spec.maximum, soft_max=display.soft_max, precision=display.precision,
                          description=spec.doc[0].upper() + spec.doc[1:])
 
 
@@ -73,7 +77,8 @@ _KNIT = {
     "knit_course_height": FloatProperty(name="Course Height (m)", default=0.0, min=0.0,
                                         precision=5, description="Course spacing along the wale "
                                         "[m] (gauge)"),
-    "knit_friction": yarn_friction_property(),
+    "knit_friction": yarn_property("friction"),
+    "knit_contact_rest": yarn_property("contact_rest"),
     # off for swatches made before edges were finished: their meshes have none
     "knit_edges": BoolProperty(name="Cast On and Bind Off", default=False,
                                description="The swatch's bottom edge is a cast-on and its top "

@@ -62,7 +62,7 @@ def read_yarn(obj, depsgraph, metres: float, frames: int, pins: np.ndarray, grav
         raise BakeError(f"'{name}' has the role Yarn but no knit settings; make a swatch with "
                         "Add > Mesh > Knit Swatch")
     try:
-        params = knit.swatch_params(s.knit_yarn, s.knit_friction)
+        params = knit.swatch_params(s.knit_yarn, s.knit_friction, s.knit_contact_rest)
     except (ParameterError, OSError, ValueError) as err:
         raise BakeError(f"'{name}': yarn preset '{s.knit_yarn}': {err}") from None
     try:

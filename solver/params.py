@@ -375,7 +375,8 @@ class YarnParams:
         "is their rest: a pair of segments closer than a diameter there pushes only when pressed "
         "closer than 2r − share·(2r − its distance there) (the yarns flattened against each "
         "other, docs/yarn.md); 1 makes the relaxed knit a rest state, 0 is Kaldor's contact, "
-        "where every overlap pushes", 0.0, 1.0)
+        "where every overlap pushes", 0.0, 1.0,
+        display=Display("", 1.0, "Rest Contacts", 2, soft_max=1.0))
     friction: float = _spec(
         0.0, "", "μ: Coulomb friction between touching yarns, in the relaxation and the "
         "simulation (0: Kaldor's model, as validated; wool on wool is about 0.3, "

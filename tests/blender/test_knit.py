@@ -4,6 +4,8 @@ for cloth (pins, failures and undo keep the previous bake)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import bpy
 import numpy as np
 import pytest
@@ -340,38 +342,60 @@ def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
     assert "passes through" not in report
 
 
-def test_yarn_friction_is_kept_on_the_swatch_and_used_by_its_relaxation_and_bake():
-    """Add > Knit Swatch's Yarn Friction relaxes the swatch with it, is stored on the object
-    and the bake simulates with it: the keys equal the yarn model run directly with it, and
-    differ from a bake without it."""
+def test_yarn_settings_are_kept_on_the_swatch_and_used_by_its_relaxation_and_bake():
+    """Add > Knit Swatch's Yarn Friction and Rest Contacts relax the swatch with them, are
+    stored on the object, drawn in its panel, and the bake simulates with them: the keys equal
+    the yarn model run directly with them, and differ from a bake with either at its default."""
     assert bpy.ops.cloth_solver.add_knit_swatch(
         pattern="RIB2X2", stitches=3, courses=3, yarn="wool_worsted",
-        friction=0.3) == {"FINISHED"}
+        friction=0.3, contact_rest=0.5) == {"FINISHED"}
     obj = bpy.context.view_layer.objects.active
     bpy.context.scene.cloth_solver.frame_start, bpy.context.scene.cloth_solver.frame_end = 1, 2
     assert obj.cloth_solver.knit_friction == pytest.approx(0.3)
+    assert obj.cloth_solver.knit_contact_rest == pytest.approx(0.5)
+    log = _draw_all(bpy.context)
+    assert {("prop", "knit_friction"), ("prop", "knit_contact_rest")} <= set(log)
     S = solver()
     yarn = S.load_yarn_preset("wool_worsted")
-    assert yarn.friction == 0.0                          # the preset: Kaldor's model
+    assert (yarn.friction, yarn.contact_rest) == (0.0, 1.0)   # the preset's
     sw = S.knit_swatch("rib2x2", 3, 3, *WORSTED, yarn.radius)
-    import dataclasses
-    rough = dataclasses.replace(yarn, friction=0.3)
-    relaxed = S.relax_swatch(sw, rough)
+    own = dataclasses.replace(yarn, friction=0.3, contact_rest=0.5)
+    relaxed = S.relax_swatch(sw, own)
     assert np.allclose(relaxed.rest_curvature, _attribute(obj, "yarn_rest_curvature"),
                        atol=1e-6)
     x0 = _points(obj)
-    # the mesh is the swatch relaxed with friction (object frame: courses +x, wales +z)
+    # the mesh is the swatch relaxed with them (object frame: courses +x, wales +z)
     local = np.stack([relaxed.positions[:, 0], -relaxed.positions[:, 2],
                       relaxed.positions[:, 1]], axis=1)
     local -= 0.5 * (local.min(axis=0) + local.max(axis=0))
     np.testing.assert_allclose(x0 - x0.mean(axis=0), local - local.mean(axis=0), atol=2e-6)
     assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
     pinned = np.array([v.index for v in obj.data.vertices if v.groups])
-    direct = _run_directly(obj, "rib2x2", 3, 3, rough, pinned)
+    direct = _run_directly(obj, "rib2x2", 3, 3, own, pinned)
     np.testing.assert_allclose(_points(obj, "cloth_0002"), direct, atol=2e-6)
-    obj.cloth_solver.knit_friction = 0.0
-    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
-    assert np.abs(_points(obj, "cloth_0002") - direct).max() > 1e-6
+    for name, default in (("knit_contact_rest", 1.0), ("knit_friction", 0.0)):
+        setattr(obj.cloth_solver, name, default)
+        assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+        assert np.abs(_points(obj, "cloth_0002") - direct).max() > 1e-6, name
+
+
+def test_the_swatch_yarn_settings_take_their_default_and_bounds_from_the_yarn_parameters():
+    """Yarn Friction and Rest Contacts, on the object and in Add > Knit Swatch, are
+    YarnParams.friction and .contact_rest: default, bounds, label and description."""
+    params = solver().params
+    fields = {f.name: f for f in dataclasses.fields(params.YarnParams)}
+    ob_rna = addon().cloth_addon.properties.ClothSolverObjectSettings.bl_rna.properties
+    op_rna = bpy.ops.cloth_solver.add_knit_swatch.get_rna_type().properties
+    for name, label in (("friction", "Yarn Friction"), ("contact_rest", "Rest Contacts")):
+        field = fields[name]
+        spec, display = field.metadata["spec"], field.metadata["display"]
+        for prop in (ob_rna[f"knit_{name}"], op_rna[name]):
+            assert prop.name == display.label == label
+            assert prop.default == pytest.approx(field.default), name
+            assert (prop.hard_min, prop.hard_max) == pytest.approx((spec.minimum,
+                                                                    spec.maximum)), name
+            assert prop.soft_max == pytest.approx(display.soft_max), name
+            assert spec.doc[1:] in prop.description, name
 
 
 def test_knit_swatch_is_in_the_add_mesh_menu():
