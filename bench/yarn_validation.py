@@ -4,9 +4,19 @@ same stitch count, wool worsted (docs/yarn.md, "Validation").
 For each pattern the swatch is generated, relaxed (Kaldor §7.1, 20 ms) and then
 
 - dims: its size after relaxation, from the loop centroids: width along the course (first to
-  last loop of a course, times S/(S−1)) and height along the wale (likewise); the ratios
+  last loop of a course, times S/(S−1)) and height along the wale (likewise), also measured
+  along the fabric (Swatch.fabric_size: a rolled edge does not shorten it); the course spacing
+  of the interior (along the fabric, between the loops of neighbouring courses, the edge
+  courses and columns left out) and the tilt of the interior loops' planes out of the fabric
+  about the course direction (± alternating by course: garter's ridges); the ratios
   rib/stockinette width and garter/stockinette height are Kaldor's "rib compresses along the
   course, garter along the wale";
+- relax_series: garter and stockinette relaxed for longer than the rest state's 20 ms (the
+  shrink over the same first 10 ms), the same measures: how far garter's compression goes;
+- stress: stockinette and garter with the relaxed yarn's bending stress kept (their rest
+  curvature scaled by 1 − ``--stress``: 1 is a straight yarn at rest, as the yarn is before it
+  is knitted): the curl floating and on a table as below, and the free swatch's size and rms
+  speed over ``--stress-time`` (is it still a rest state?), also with wool's friction μ = 0.3;
 - curl: laid face up on a table (plane z = 0 under it, μ = 0.5) under gravity for ``--settle``
   seconds, and also floating without gravity for the same time; the curl is measured on the
   loop centroids of the edge loops: on the table, the height of the side columns and of the
@@ -66,11 +76,34 @@ def dims(c, S, C):
     return float(width), float(height)
 
 
-def relaxed_swatch(pattern, S, C, p, edges=True):
-    """(Swatch, its YarnSetup at rest, Relaxed, seconds the relaxation took)."""
+def shape(sw, x):
+    """The dims of the swatch ``sw`` at x (see the module docstring) as a dict [m, deg]."""
+    c = sw.loop_centroids(x)
+    C, S = c.shape[:2]
+    width, height = dims(c, S, C)
+    fabric_w, fabric_h = sw.fabric_size(x)
+    inner = c[1:-1, 1:-1]
+    spacing = float(np.linalg.norm(np.diff(inner, axis=0), axis=2).mean())
+    knit = np.arange(len(x)) < sw.yarn_offsets[1]
+    tilt = np.zeros((C, S))
+    for j in range(1, C - 1):
+        for i in range(1, S - 1):
+            pts = x[knit & (sw.loops == j * S + i)]
+            n = np.linalg.svd(pts - pts.mean(axis=0))[2][2]
+            n = n if n[2] > 0 else -n           # the loop plane's normal, towards the face
+            tilt[j, i] = np.degrees(np.arctan2(n[1], n[2]))   # turned about the course (x)
+    even, odd = tilt[2:-1:2, 1:-1].mean(), tilt[1:-1:2, 1:-1].mean()
+    return dict(width_m=width, height_m=height, fabric_width_m=fabric_w,
+                fabric_height_m=fabric_h, course_spacing_m=spacing,
+                loop_tilt_deg=[float(odd), float(even)])
+
+
+def relaxed_swatch(pattern, S, C, p, edges=True, duration=0.02):
+    """(Swatch, its YarnSetup at rest, Relaxed, seconds the relaxation took); the shrink over
+    the first 10 ms (Kaldor's relaxation of 20 ms shrinks over its first half)."""
     sw = knit_swatch(pattern, S, C, W, H, p.radius, edges=edges)
     t0 = time.perf_counter()
-    setup, rel = relax_setup(swatch_setup(sw, p), duration=0.02)
+    setup, rel = relax_setup(swatch_setup(sw, p), duration=duration, ramp=0.01 / duration)
     return sw, setup, rel, time.perf_counter() - t0
 
 
@@ -126,6 +159,27 @@ def curl(sw, setup, S, C, p, settle, table):
     return out, sim.x
 
 
+def stressed(sw, setup, S, C, p, share, settle, free_time):
+    """The relaxed ``setup`` with ``share`` of its bending stress kept (rest curvature × (1 −
+    share)): curl floating and on a table after ``settle`` s, and floating for ``free_time`` s,
+    the change of its size along the fabric and its rms speed over the last 0.1 s."""
+    setup = dataclasses.replace(setup, rest_curvature=setup.rest_curvature * (1.0 - share))
+    out = {}
+    for table in (False, True):
+        out["table" if table else "floating"] = curl(sw, setup, S, C, p, settle, table)[0]
+    sim = _solver(setup, (0.0, 0.0, 0.0))
+    size0 = sw.fabric_size(setup.positions)
+    sim.advance(free_time - 0.1)
+    before = sim.x.copy()
+    sim.advance(0.1)
+    size = sw.fabric_size(sim.x)
+    out.update(free_time_s=free_time, free_width_change=size[0] / size0[0] - 1,
+               free_height_change=size[1] / size0[1] - 1,
+               free_speed_mm_s=1e3 * float(np.sqrt(((sim.x - before) ** 2).sum(axis=1).mean())
+                                           / 0.1))
+    return out
+
+
 def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping):
     """Force–extension by hold-and-measure: the clamp moves to each strain level (every
     ``step``) at a steady speed over ``ramp`` seconds (a moving hard pin), then holds for ``hold`` seconds; the force is the mean over
@@ -178,7 +232,8 @@ def stretch(sw, setup, S, C, p, direction, max_strain, step, ramp, hold, damping
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", type=int, nargs=2, default=[10, 10], metavar=("S", "C"))
-    ap.add_argument("--parts", nargs="+", default=["dims", "curl", "stretch"])
+    ap.add_argument("--parts", nargs="+",
+                    default=["dims", "curl", "stretch", "relax_series", "stress"])
     ap.add_argument("--patterns", nargs="+", default=list(PATTERNS))
     ap.add_argument("--settle", type=float, default=0.1, help="curl settling time [s]")
     ap.add_argument("--max-strain", type=float, nargs=2, default=[0.4, 0.2],
@@ -187,6 +242,12 @@ def main() -> None:
     ap.add_argument("--ramp", type=float, default=0.004, help="clamp move per level [s]")
     ap.add_argument("--hold", type=float, default=0.025, help="hold per level [s]")
     ap.add_argument("--damping", type=float, default=300.0, help="stretch damping [1/s]")
+    ap.add_argument("--relax-series", type=float, nargs="+", default=[0.04, 0.08],
+                    help="relaxation times [s] of the relax_series part")
+    ap.add_argument("--stress", type=float, default=1.0,
+                    help="share of the relaxed bending stress kept in the stress part")
+    ap.add_argument("--stress-time", type=float, default=1.0,
+                    help="free floating time [s] of the stress part")
     ap.add_argument("--unedged", nargs="*", default=["garter"],
                     help="patterns also stretched along the course without edge yarns")
     ap.add_argument("--out", type=Path, default=None, help="JSON results")
@@ -204,10 +265,13 @@ def main() -> None:
                                             float(rel.stats.min_clearance / (2 * p.radius))}
         arrays[f"{pattern}_relaxed"] = setup.positions
         if "dims" in args.parts:
-            w, h = dims(centroids(setup.positions, sw.loops, S * C).reshape(C, S, 3), S, C)
-            r.update(width_m=w, height_m=h)
-            print(f"{pattern:12s} relaxed {1e3 * w:.1f} x {1e3 * h:.1f} mm "
-                  f"(closest {r['relax_closest_diameters']:.2f} D, {t_relax:.0f} s)", flush=True)
+            r.update(shape(sw, setup.positions))
+            print(f"{pattern:12s} relaxed {1e3 * r['width_m']:.1f} x {1e3 * r['height_m']:.1f} mm"
+                  f", along the fabric {1e3 * r['fabric_width_m']:.1f} x "
+                  f"{1e3 * r['fabric_height_m']:.1f} mm, courses {1e3 * r['course_spacing_m']:.2f}"
+                  f" mm apart, loops tilted {r['loop_tilt_deg'][0]:.0f}/"
+                  f"{r['loop_tilt_deg'][1]:.0f} deg (closest "
+                  f"{r['relax_closest_diameters']:.2f} D, {t_relax:.0f} s)", flush=True)
         if "curl" in args.parts:
             for table in (True, False):
                 t0 = time.perf_counter()
@@ -242,14 +306,56 @@ def main() -> None:
             print(f"{pattern:12s} stretch course without edges strain:force[mN] {pts}"
                   + (f"  FAILED at {out['failed']['strain']:.2f}" if out["failed"] else ""),
                   flush=True)
+        if "relax_series" in args.parts and pattern in ("stockinette", "garter"):
+            r["relax_series"] = []
+            for duration in args.relax_series:
+                lsw, lsetup, _, t = relaxed_swatch(pattern, S, C, p, duration=duration)
+                row = dict(duration_s=duration, **shape(lsw, lsetup.positions), relax_s=t)
+                r["relax_series"].append(row)
+                print(f"{pattern:12s} relaxed {1e3 * duration:.0f} ms: along the fabric "
+                      f"{1e3 * row['fabric_width_m']:.1f} x {1e3 * row['fabric_height_m']:.1f} "
+                      f"mm, courses {1e3 * row['course_spacing_m']:.2f} mm apart, loops tilted "
+                      f"{row['loop_tilt_deg'][0]:.0f}/{row['loop_tilt_deg'][1]:.0f} deg",
+                      flush=True)
+        if "stress" in args.parts and pattern in ("stockinette", "garter"):
+            frictions = (0.0, 0.3) if pattern == "stockinette" else (0.0,)
+            for mu in frictions:
+                fsw, fsetup = sw, setup
+                if mu:
+                    fsw, fsetup, _, _ = relaxed_swatch(pattern, S, C,
+                                                       dataclasses.replace(p, friction=mu))
+                t0 = time.perf_counter()
+                out = stressed(fsw, fsetup, S, C, fsetup.yarn, args.stress, args.settle,
+                               args.stress_time)
+                out.update(share=args.stress, friction=mu, wall_s=time.perf_counter() - t0)
+                r["stress" if not mu else "stress_friction"] = out
+                print(f"{pattern:12s} stress {args.stress:g} mu {mu:g}: floating sides "
+                      f"{out['floating']['side_angle_deg']:.0f} top/bottom "
+                      f"{out['floating']['topbottom_angle_deg']:.0f} deg; table sides "
+                      f"{out['table']['side_height_mm']:.1f} top/bottom "
+                      f"{out['table']['topbottom_height_mm']:.1f} mm; free {args.stress_time:g} "
+                      f"s: {100 * out['free_width_change']:+.1f} % x "
+                      f"{100 * out['free_height_change']:+.1f} %, "
+                      f"{out['free_speed_mm_s']:.1f} mm/s", flush=True)
         arrays[f"{pattern}_offsets"] = sw.yarn_offsets
     if "dims" in args.parts and {"stockinette", "garter", "rib2x2"} <= set(res["patterns"]):
         pr = res["patterns"]
         res["rib_over_stockinette_width"] = pr["rib2x2"]["width_m"] / pr["stockinette"]["width_m"]
         res["garter_over_stockinette_height"] = (pr["garter"]["height_m"]
                                                  / pr["stockinette"]["height_m"])
+        res["garter_over_stockinette_fabric_height"] = (pr["garter"]["fabric_height_m"]
+                                                        / pr["stockinette"]["fabric_height_m"])
+        res["garter_over_stockinette_course_spacing"] = (
+            pr["garter"]["course_spacing_m"] / pr["stockinette"]["course_spacing_m"])
+        if "relax_series" in args.parts:
+            res["relax_series_garter_over_stockinette_course_spacing"] = [
+                [g["duration_s"], g["course_spacing_m"] / k["course_spacing_m"]]
+                for g, k in zip(pr["garter"]["relax_series"], pr["stockinette"]["relax_series"])]
         print(f"rib/stockinette width {res['rib_over_stockinette_width']:.3f}  "
-              f"garter/stockinette height {res['garter_over_stockinette_height']:.3f}")
+              f"garter/stockinette height {res['garter_over_stockinette_height']:.3f} "
+              f"(along the fabric {res['garter_over_stockinette_fabric_height']:.3f}, "
+              f"course spacing {res['garter_over_stockinette_course_spacing']:.3f}; relaxed "
+              f"longer {res.get('relax_series_garter_over_stockinette_course_spacing')})")
     if args.out:
         args.out.write_text(json.dumps(res, indent=1))
     if args.positions:
