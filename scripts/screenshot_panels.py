@@ -22,7 +22,7 @@ drawn panels:
 - ``sewing.png``: the cloth with Sewing on (its sub-panel opened: it starts closed, like
   Blender's own Shape panel);
 - ``knit_swatch.png``: a 4 × 3 swatch of the repeat k3p1 made by Add > Knit Swatch with Yarn
-  Friction 0.3 (the Yarn role's panel);
+  Friction 0.3 and Rest Contacts at its default (the Yarn role's panel);
 - ``take_cloth_modifier.png``: a curtain set up for Blender's own cloth (a Cloth modifier with a
   pin group, self-collision, a 1-48 cache), its role still None: the Take Cloth Modifier
   Settings button (docs/ui/take_cloth_modifier.png is its bottom 140 px, the Cloth Solver
