@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from solver.params import YarnParams
-from solver.yarn import knit_swatch
+from solver.yarn import knit_swatch, loop_regions
+from solver.yarn.damping import filter_nonrigid
 from solver.yarn.dynamics import GUARD, Stepping
 from solver.collision.closest import segment_segment
 from solver.yarn.contact import (NEIGHBOUR_GAP, SegmentTree, contact_forces, contact_pass,
@@ -127,6 +128,46 @@ def test_pairs_skipped_by_their_distance_bound_change_nothing():
         + np.linalg.norm(motion[found[:, 1], :3] - motion[found[:, 0], :3], axis=1),
         motion[found[:, 0], 4] + motion[found[:, 1], 4])
     assert (bound >= reach).sum() > 0.2 * len(found)
+
+
+def _filter_by_definition(x, v, mass, free, ptr, pts, alpha, const):
+    """The non-rigid filter region by region, as damping.py's docstring defines it."""
+    count = np.bincount(pts[:ptr[-1]], minlength=len(x))
+    dv = np.zeros_like(v)
+    for k in range(len(ptr) - 1):
+        q = pts[ptr[k]:ptr[k + 1]]
+        m = mass[q]
+        xc = m @ x[q] / m.sum()
+        vc = m @ v[q] / m.sum()
+        r, u = x[q] - xc, v[q] - vc
+        inertia = (m * (r * r).sum(1)).sum() * np.eye(3) - (m[:, None] * r).T @ r
+        inertia += (1e-9 * np.trace(inertia) + 1e-300) * np.eye(3)
+        w = np.linalg.solve(inertia, (m[:, None] * np.cross(r, u)).sum(0))
+        nonrigid = v[q] - (vc + np.cross(w, r))
+        f = max(alpha, const * np.sqrt(len(q) / (nonrigid ** 2).sum())) if const else alpha
+        dv[q] -= min(1.0, f) * (1.0 / count[q]).min() * nonrigid
+    return v + np.where(free[:, None], dv, 0.0)
+
+
+def test_filter_assembled_from_cells_equals_its_definition():
+    """damping.FilterRegions: the regions' fits from their cells' moments and each cell's
+    points changed together give the filter of the definition, for both passes' regions of a
+    swatch with edges, pinned points, the proportional and the constant part."""
+    sw = knit_swatch("rib2x2", 5, 4, 5.6e-3, 4.2e-3, P.radius)
+    courses, stitches = sw.purl.shape
+    rng = np.random.default_rng(2)
+    x = sw.positions + np.array([0.3, -0.2, 0.1])     # away from the origin, as a hung knit
+    v = rng.normal(scale=0.01, size=x.shape) + np.cross([2.0, -1.0, 0.5], x)
+    mass = rng.uniform(0.5e-6, 1.5e-6, len(x))
+    free = np.ones(len(x), bool)
+    free[sw.top_course] = False
+    for size, stride, alpha, const in ((2, 1, 0.4, 5e-4), (4, 2, 0.2, 0.0), (2, 1, 0.05, 3e-3)):
+        ptr, pts = loop_regions(sw.loops, stitches, courses, size=size, stride=stride)
+        expect = _filter_by_definition(x, v, mass, free, ptr, pts, alpha, const)
+        got = v.copy()
+        filter_nonrigid(x, got, mass, free, ptr, pts, alpha, const)
+        assert np.abs(got - expect).max() <= 1e-12 * np.abs(expect - v).max()
+        assert np.abs(expect - v).max() > 1e-3 * np.abs(v).max()
 
 
 def test_reused_candidate_pairs_change_only_rounding():

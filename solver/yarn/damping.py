@@ -88,16 +88,23 @@ def _solve3(A, b):
 
 @dataclass(frozen=True)
 class FilterRegions:
-    """Regions (loop_regions) laid out for ``filter_regions``: their CSR point lists, each
-    region's share s_k (module docstring) and the transposed lists, the regions holding each
-    point in increasing order, so that the filter's changes are summed point by point in
-    parallel in the order a loop over the regions would add them."""
+    """Regions (loop_regions) laid out for ``filter_regions``.
 
-    ptr: np.ndarray             # (R + 1,)
-    points: np.ndarray          # (N,)
-    share: np.ndarray           # (R,)
-    point_ptr: np.ndarray       # (P + 1,)
-    point_regions: np.ndarray   # (N,)
+    The points held by exactly the same regions form a cell (a loop, or a few loops at a
+    swatch's edge); every region is a union of cells. A region's rigid fit is then assembled
+    from its cells' mass moments (parallel-axis sums), and every point of a cell takes the same
+    affine change, the sum of its regions' (rigid velocities are affine in x): a pass visits
+    each point twice instead of once for every region holding it (four 4 × 4-loop regions hold
+    an inner loop of the second pass)."""
+
+    share: np.ndarray          # (R,) each region's share s_k (module docstring)
+    size: np.ndarray           # (R,) its number of points
+    region_ptr: np.ndarray     # (R + 1,) region k holds cells region_cells[region_ptr[k]:...]
+    region_cells: np.ndarray
+    cell_ptr: np.ndarray       # (C + 1,) cell c holds points cell_points[cell_ptr[c]:...]
+    cell_points: np.ndarray
+    cell_rptr: np.ndarray      # (C + 1,) cell c lies in regions cell_regions[cell_rptr[c]:...]
+    cell_regions: np.ndarray
 
     @classmethod
     def of(cls, ptr: np.ndarray, points: np.ndarray, n_points: int,
@@ -106,13 +113,35 @@ class FilterRegions:
         ``filter_nonrigid``'s."""
         ptr = np.ascontiguousarray(ptr, np.int64)
         points = np.ascontiguousarray(points[:ptr[-1]], np.int64)
-        share = np.empty(len(ptr) - 1)
+        R = len(ptr) - 1
+        share = np.empty(R)
         _shares(ptr, points, n_points, least, share)
-        region = np.repeat(np.arange(len(ptr) - 1), np.diff(ptr))
-        order = np.argsort(points, kind="stable")   # by point, each point's regions in order
-        point_ptr = np.zeros(n_points + 1, np.int64)
-        np.cumsum(np.bincount(points, minlength=n_points), out=point_ptr[1:])
-        return cls(ptr, points, share, point_ptr, region[order])
+        region = np.repeat(np.arange(R), np.diff(ptr))
+        member = np.unique(points * R + region)        # (point, region), by point then region
+        held_ptr = np.searchsorted(member // R, np.arange(n_points + 1))
+        held = member % R
+        cell_of = np.full(n_points, -1, np.int64)
+        cells: dict[bytes, int] = {}
+        for q in range(n_points):
+            if held_ptr[q + 1] > held_ptr[q]:
+                key = held[held_ptr[q]:held_ptr[q + 1]].tobytes()
+                cell_of[q] = cells.setdefault(key, len(cells))
+        C = len(cells)
+        inside = np.nonzero(cell_of >= 0)[0]
+        cell_points = inside[np.argsort(cell_of[inside], kind="stable")]
+        cell_ptr = np.zeros(C + 1, np.int64)
+        np.cumsum(np.bincount(cell_of[inside], minlength=C), out=cell_ptr[1:])
+        first = cell_points[cell_ptr[:-1]]             # a point of each cell
+        cell_rptr = np.zeros(C + 1, np.int64)
+        np.cumsum(held_ptr[first + 1] - held_ptr[first], out=cell_rptr[1:])
+        cell_regions = np.concatenate([held[held_ptr[q]:held_ptr[q + 1]] for q in first]) \
+            if C else np.zeros(0, np.int64)
+        pairs = np.unique(region * C + cell_of[points])   # (region, cell), by region
+        region_ptr = np.searchsorted(pairs // C, np.arange(R + 1)) if C else np.zeros(R + 1,
+                                                                                      np.int64)
+        return cls(share, np.diff(ptr).astype(np.float64), region_ptr.astype(np.int64),
+                   (pairs % C).astype(np.int64) if C else np.zeros(0, np.int64), cell_ptr,
+                   cell_points.astype(np.int64), cell_rptr, cell_regions.astype(np.int64))
 
 
 @njit
@@ -158,48 +187,131 @@ def filter_nonrigid(x, v, mass, free, ptr, points, alpha, const=0.0, least=True)
 def filter_regions(x, v, mass, free, regions: FilterRegions, alpha, const=0.0):
     """``filter_nonrigid`` with the regions laid out (FilterRegions.of)."""
     r = regions
-    _filter(x, v, mass, free, r.ptr, r.points, r.share, r.point_ptr, r.point_regions, alpha,
-            const)
+    _filter(x, v, mass, free, r.share, r.size, r.region_ptr, r.region_cells, r.cell_ptr,
+            r.cell_points, r.cell_rptr, r.cell_regions, alpha, const)
 
 
 @njit(parallel=True)
-def _filter(x, v, mass, free, ptr, points, shares, point_ptr, point_regions, alpha, const):
-    """The filter's kernel: the regions' rigid fits and strengths are computed in parallel
-    from the velocities before the filter, then each point's changes are summed in parallel
-    in region order (point_regions), so the result is the same at every thread count."""
-    R = ptr.shape[0] - 1
+def _cell_moments(x, v, mass, cell_ptr, cell_points, mom):
+    """Each cell's moments (C, 33) about its own centres, in parallel: mass M, centre of mass
+    c (3), its velocity V (3), Σm(|d|²I − ddᵀ) (6: xx yy zz xy xz yz), Σm d × (v − V) (3),
+    with d = x − c; then unweighted: count n, centroid x̄ (3), mean velocity v̄ (3),
+    Σ|v − v̄|², Σ(x − x̄) × (v − v̄) (3), Σ(|e|²I − eeᵀ) (6) with e = x − x̄."""
+    for c in prange(cell_ptr.shape[0] - 1):
+        m_tot = 0.0
+        n = 0.0
+        cx = np.zeros(3)
+        cv = np.zeros(3)
+        ux = np.zeros(3)
+        uv = np.zeros(3)
+        for q in range(cell_ptr[c], cell_ptr[c + 1]):
+            p = cell_points[q]
+            m_tot += mass[p]
+            n += 1.0
+            for r in range(3):
+                cx[r] += mass[p] * x[p, r]
+                cv[r] += mass[p] * v[p, r]
+                ux[r] += x[p, r]
+                uv[r] += v[p, r]
+        if m_tot > 0.0:
+            cx /= m_tot
+            cv /= m_tot
+        ux /= n
+        uv /= n
+        row = np.zeros(33)
+        for q in range(cell_ptr[c], cell_ptr[c + 1]):
+            p = cell_points[q]
+            m = mass[p]
+            d0, d1, d2 = x[p, 0] - cx[0], x[p, 1] - cx[1], x[p, 2] - cx[2]
+            e0, e1, e2 = v[p, 0] - cv[0], v[p, 1] - cv[1], v[p, 2] - cv[2]
+            dd = d0 * d0 + d1 * d1 + d2 * d2
+            row[7] += m * (dd - d0 * d0)
+            row[8] += m * (dd - d1 * d1)
+            row[9] += m * (dd - d2 * d2)
+            row[10] -= m * d0 * d1
+            row[11] -= m * d0 * d2
+            row[12] -= m * d1 * d2
+            row[13] += m * (d1 * e2 - d2 * e1)
+            row[14] += m * (d2 * e0 - d0 * e2)
+            row[15] += m * (d0 * e1 - d1 * e0)
+            a0, a1, a2 = x[p, 0] - ux[0], x[p, 1] - ux[1], x[p, 2] - ux[2]
+            b0, b1, b2 = v[p, 0] - uv[0], v[p, 1] - uv[1], v[p, 2] - uv[2]
+            aa = a0 * a0 + a1 * a1 + a2 * a2
+            row[23] += b0 * b0 + b1 * b1 + b2 * b2
+            row[24] += a1 * b2 - a2 * b1
+            row[25] += a2 * b0 - a0 * b2
+            row[26] += a0 * b1 - a1 * b0
+            row[27] += aa - a0 * a0
+            row[28] += aa - a1 * a1
+            row[29] += aa - a2 * a2
+            row[30] -= a0 * a1
+            row[31] -= a0 * a2
+            row[32] -= a1 * a2
+        row[0] = m_tot
+        row[16] = n
+        for r in range(3):
+            row[1 + r] = cx[r]
+            row[4 + r] = cv[r]
+            row[17 + r] = ux[r]
+            row[20 + r] = uv[r]
+        mom[c, :] = row
+
+
+@njit(inline="always")
+def _sym_apply(S, o, w, out):
+    """out (3,) = S·w for the symmetric 3 × 3 stored in S[o:o + 6] as xx yy zz xy xz yz."""
+    out[0] = S[o] * w[0] + S[o + 3] * w[1] + S[o + 4] * w[2]
+    out[1] = S[o + 3] * w[0] + S[o + 1] * w[1] + S[o + 5] * w[2]
+    out[2] = S[o + 4] * w[0] + S[o + 5] * w[1] + S[o + 2] * w[2]
+
+
+@njit(parallel=True)
+def _filter(x, v, mass, free, shares, size, region_ptr, region_cells, cell_ptr, cell_points,
+            cell_rptr, cell_regions, alpha, const):
+    """The filter's kernel (FilterRegions): the cells' moments, the regions' rigid fits and
+    strengths from them, then each cell's points change by the sum of its regions' changes;
+    each stage in parallel, every sum in a fixed order (the same at every thread count)."""
+    C = cell_ptr.shape[0] - 1
+    R = shares.shape[0]
+    mom = np.empty((C, 33))
+    _cell_moments(x, v, mass, cell_ptr, cell_points, mom)
     # per region: centre of mass, its velocity, angular velocity, strength (0: skip)
     fit = np.zeros((R, 10))
     for k in prange(R):
         m_tot = 0.0
         xc = np.zeros(3)
         vc = np.zeros(3)
-        for q in range(ptr[k], ptr[k + 1]):
-            p = points[q]
-            m_tot += mass[p]
+        for q in range(region_ptr[k], region_ptr[k + 1]):
+            c = region_cells[q]
+            m_tot += mom[c, 0]
             for r in range(3):
-                xc[r] += mass[p] * x[p, r]
-                vc[r] += mass[p] * v[p, r]
+                xc[r] += mom[c, 0] * mom[c, 1 + r]
+                vc[r] += mom[c, 0] * mom[c, 4 + r]
         if m_tot <= 0.0:
             continue
         xc /= m_tot
         vc /= m_tot
-        ang = np.zeros(3)
+        # parallel-axis sums of the cells' inertia and angular momentum about (xc, vc)
         inertia = np.zeros((3, 3))
-        for q in range(ptr[k], ptr[k + 1]):
-            p = points[q]
-            m = mass[p]
-            r0, r1, r2 = x[p, 0] - xc[0], x[p, 1] - xc[1], x[p, 2] - xc[2]
-            u0, u1, u2 = v[p, 0] - vc[0], v[p, 1] - vc[1], v[p, 2] - vc[2]
-            ang[0] += m * (r1 * u2 - r2 * u1)
-            ang[1] += m * (r2 * u0 - r0 * u2)
-            ang[2] += m * (r0 * u1 - r1 * u0)
-            rr = r0 * r0 + r1 * r1 + r2 * r2
-            rv = (r0, r1, r2)
-            for a in range(3):
-                inertia[a, a] += m * rr
-                for b in range(3):
-                    inertia[a, b] -= m * rv[a] * rv[b]
+        ang = np.zeros(3)
+        for q in range(region_ptr[k], region_ptr[k + 1]):
+            c = region_cells[q]
+            M = mom[c, 0]
+            d0, d1, d2 = mom[c, 1] - xc[0], mom[c, 2] - xc[1], mom[c, 3] - xc[2]
+            e0, e1, e2 = mom[c, 4] - vc[0], mom[c, 5] - vc[1], mom[c, 6] - vc[2]
+            dd = d0 * d0 + d1 * d1 + d2 * d2
+            inertia[0, 0] += mom[c, 7] + M * (dd - d0 * d0)
+            inertia[1, 1] += mom[c, 8] + M * (dd - d1 * d1)
+            inertia[2, 2] += mom[c, 9] + M * (dd - d2 * d2)
+            inertia[0, 1] += mom[c, 10] - M * d0 * d1
+            inertia[0, 2] += mom[c, 11] - M * d0 * d2
+            inertia[1, 2] += mom[c, 12] - M * d1 * d2
+            ang[0] += mom[c, 13] + M * (d1 * e2 - d2 * e1)
+            ang[1] += mom[c, 14] + M * (d2 * e0 - d0 * e2)
+            ang[2] += mom[c, 15] + M * (d0 * e1 - d1 * e0)
+        inertia[1, 0] = inertia[0, 1]
+        inertia[2, 0] = inertia[0, 2]
+        inertia[2, 1] = inertia[1, 2]
         # a region's inertia is never singular unless its points are collinear; the small
         # diagonal term keeps that case finite (it then damps the spin about that line)
         tr = inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
@@ -210,41 +322,62 @@ def _filter(x, v, mass, free, ptr, points, shares, point_ptr, point_regions, alp
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
         # counts differ within a region, and a free swatch drifts with no force on it
-        share = shares[k]
         f = alpha
         if const > 0.0:
-            # ‖v_nr‖ over the region's 3k velocities; removing const·√k of it is removing
-            # const of its rms per point (Kaldor's h·μ_const·√k/‖v_nr‖)
+            # ‖v_nr‖² over the region's 3k velocities, Σ|v − vc − w × (x − xc)|², cell by
+            # cell about the cell's centroid (its cross terms vanish there); removing
+            # const·√k of it is removing const of its rms per point (Kaldor's
+            # h·μ_const·√k/‖v_nr‖)
             nr2 = 0.0
-            for q in range(ptr[k], ptr[k + 1]):
-                p = points[q]
-                r0, r1, r2 = x[p, 0] - xc[0], x[p, 1] - xc[1], x[p, 2] - xc[2]
-                u0 = v[p, 0] - (vc[0] + w[1] * r2 - w[2] * r1)
-                u1 = v[p, 1] - (vc[1] + w[2] * r0 - w[0] * r2)
-                u2 = v[p, 2] - (vc[2] + w[0] * r1 - w[1] * r0)
-                nr2 += u0 * u0 + u1 * u1 + u2 * u2
+            Jw = np.empty(3)
+            for q in range(region_ptr[k], region_ptr[k + 1]):
+                c = region_cells[q]
+                _sym_apply(mom[c], 27, w, Jw)
+                nr2 += mom[c, 23] - 2.0 * (w[0] * mom[c, 24] + w[1] * mom[c, 25]
+                                           + w[2] * mom[c, 26]) \
+                    + w[0] * Jw[0] + w[1] * Jw[1] + w[2] * Jw[2]
+                R0, R1, R2 = mom[c, 17] - xc[0], mom[c, 18] - xc[1], mom[c, 19] - xc[2]
+                u0 = mom[c, 20] - vc[0] - (w[1] * R2 - w[2] * R1)
+                u1 = mom[c, 21] - vc[1] - (w[2] * R0 - w[0] * R2)
+                u2 = mom[c, 22] - vc[2] - (w[0] * R1 - w[1] * R0)
+                nr2 += mom[c, 16] * (u0 * u0 + u1 * u1 + u2 * u2)
             if nr2 > 0.0:
-                f = max(f, const * np.sqrt((ptr[k + 1] - ptr[k]) / nr2))
+                f = max(f, const * np.sqrt(size[k] / nr2))
         fit[k, 0:3] = xc
         fit[k, 3:6] = vc
         fit[k, 6:9] = w
-        fit[k, 9] = min(1.0, f) * share
-    for p in prange(x.shape[0]):
-        if not free[p]:
-            continue
-        d0 = d1 = d2 = 0.0
-        for q in range(point_ptr[p], point_ptr[p + 1]):
-            k = point_regions[q]
+        fit[k, 9] = min(1.0, f) * shares[k]
+    # every point of a cell: Σ_k f_k·(v − vc_k − w_k × (x − xc_k)) = F·v − B − W × (x − x̄)
+    for c in prange(C):
+        F = 0.0
+        B0 = B1 = B2 = W0 = W1 = W2 = 0.0
+        for q in range(cell_rptr[c], cell_rptr[c + 1]):
+            k = cell_regions[q]
             f = fit[k, 9]
             if f == 0.0:
                 continue
-            r0, r1, r2 = x[p, 0] - fit[k, 0], x[p, 1] - fit[k, 1], x[p, 2] - fit[k, 2]
-            vr0 = fit[k, 3] + fit[k, 7] * r2 - fit[k, 8] * r1
-            vr1 = fit[k, 4] + fit[k, 8] * r0 - fit[k, 6] * r2
-            vr2 = fit[k, 5] + fit[k, 6] * r1 - fit[k, 7] * r0
-            d0 -= f * (v[p, 0] - vr0)
-            d1 -= f * (v[p, 1] - vr1)
-            d2 -= f * (v[p, 2] - vr2)
-        v[p, 0] += d0
-        v[p, 1] += d1
-        v[p, 2] += d2
+            r0 = mom[c, 17] - fit[k, 0]
+            r1 = mom[c, 18] - fit[k, 1]
+            r2 = mom[c, 19] - fit[k, 2]
+            F += f
+            B0 += f * (fit[k, 3] + fit[k, 7] * r2 - fit[k, 8] * r1)
+            B1 += f * (fit[k, 4] + fit[k, 8] * r0 - fit[k, 6] * r2)
+            B2 += f * (fit[k, 5] + fit[k, 6] * r1 - fit[k, 7] * r0)
+            W0 += f * fit[k, 6]
+            W1 += f * fit[k, 7]
+            W2 += f * fit[k, 8]
+        if F == 0.0:
+            continue
+        for q in range(cell_ptr[c], cell_ptr[c + 1]):
+            p = cell_points[q]
+            if not free[p]:
+                continue
+            e0 = x[p, 0] - mom[c, 17]
+            e1 = x[p, 1] - mom[c, 18]
+            e2 = x[p, 2] - mom[c, 19]
+            v0 = F * v[p, 0] - B0 - (W1 * e2 - W2 * e1)
+            v1 = F * v[p, 1] - B1 - (W2 * e0 - W0 * e2)
+            v2 = F * v[p, 2] - B2 - (W0 * e1 - W1 * e0)
+            v[p, 0] -= v0
+            v[p, 1] -= v1
+            v[p, 2] -= v2
