@@ -210,30 +210,29 @@ class PHYSICS_PT_cloth_solver_material(ClothSolverPanel, bpy.types.Panel):
                 _field(layout, s, name)
 
 
-class PHYSICS_PT_cloth_solver_stiffness(ClothSolverPanel, bpy.types.Panel):
+class MaterialFieldsPanel(ClothSolverPanel):
+    """A subpanel of Material drawing the material fields ``fields`` (_field)."""
+
+    bl_parent_id = "PHYSICS_PT_cloth_solver_material"
+    role = {"CLOTH"}
+    fields = ()  # names of MaterialParams fields
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        s = context.object.cloth_solver
+        for name in self.fields:
+            _field(layout, s, name)
+
+
+class PHYSICS_PT_cloth_solver_stiffness(MaterialFieldsPanel, bpy.types.Panel):
     bl_label = "Stiffness"
-    bl_parent_id = "PHYSICS_PT_cloth_solver_material"
-    role = {"CLOTH"}
-
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        s = context.object.cloth_solver
-        for name in STIFFNESS:
-            _field(layout, s, name)
+    fields = STIFFNESS
 
 
-class PHYSICS_PT_cloth_solver_damping(ClothSolverPanel, bpy.types.Panel):
+class PHYSICS_PT_cloth_solver_damping(MaterialFieldsPanel, bpy.types.Panel):
     bl_label = "Damping"
-    bl_parent_id = "PHYSICS_PT_cloth_solver_material"
-    role = {"CLOTH"}
-
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        s = context.object.cloth_solver
-        for name in DAMPING:
-            _field(layout, s, name)
+    fields = DAMPING
 
 
 class PHYSICS_PT_cloth_solver_pinning(ClothSolverPanel, bpy.types.Panel):

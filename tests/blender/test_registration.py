@@ -165,8 +165,14 @@ class CheckingProps:
 
 
 class FakePanel:
-    def __init__(self, log):
+    """What ``draw`` gets from Blender: a layout, and the attributes of the panel's class."""
+
+    def __init__(self, log, cls):
         self.layout = CheckingLayout(log)
+        self._cls = cls
+
+    def __getattr__(self, name):
+        return getattr(self._cls, name)
 
 
 def _draw_all(context):
@@ -177,8 +183,8 @@ def _draw_all(context):
             if not cls.poll(context):
                 continue
             if hasattr(cls, "draw_header_preset"):
-                cls.draw_header_preset(FakePanel(log), context)
-        cls.draw(FakePanel(log), context)
+                cls.draw_header_preset(FakePanel(log, cls), context)
+        cls.draw(FakePanel(log, cls), context)
     return log
 
 
