@@ -82,19 +82,10 @@ def shape(sw, x):
     C, S = c.shape[:2]
     width, height = dims(c, S, C)
     fabric_w, fabric_h = sw.fabric_size(x)
-    inner = c[1:-1, 1:-1]
-    spacing = float(np.linalg.norm(np.diff(inner, axis=0), axis=2).mean())
-    knit = np.arange(len(x)) < sw.yarn_offsets[1]
-    tilt = np.zeros((C, S))
-    for j in range(1, C - 1):
-        for i in range(1, S - 1):
-            pts = x[knit & (sw.loops == j * S + i)]
-            n = np.linalg.svd(pts - pts.mean(axis=0))[2][2]
-            n = n if n[2] > 0 else -n           # the loop plane's normal, towards the face
-            tilt[j, i] = np.degrees(np.arctan2(n[1], n[2]))   # turned about the course (x)
-    even, odd = tilt[2:-1:2, 1:-1].mean(), tilt[1:-1:2, 1:-1].mean()
+    tilt = sw.loop_tilt(x)
+    odd, even = tilt[1:-1:2, 1:-1].mean(), tilt[2:-1:2, 1:-1].mean()
     return dict(width_m=width, height_m=height, fabric_width_m=fabric_w,
-                fabric_height_m=fabric_h, course_spacing_m=spacing,
+                fabric_height_m=fabric_h, course_spacing_m=sw.course_spacing(x),
                 loop_tilt_deg=[float(odd), float(even)])
 
 

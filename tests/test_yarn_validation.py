@@ -34,6 +34,24 @@ def test_relaxed_rib_is_narrower_than_stockinette(relaxed):
     assert width["rib2x2"] / width["stockinette"] < 0.9
 
 
+def test_relaxed_garter_tilts_into_ridges_and_is_shorter_along_the_wale(relaxed):
+    """Garter's loops tilt out of the fabric alternately by course (its ridges) and its courses
+    lie closer than stockinette's; Kaldor's photographs: about 0.7 (docs/yarn.md: 0.88 at
+    10 × 10 after the rest state's relaxation, 0.76 relaxed for 80 ms)."""
+    def turn(sw, x):
+        """How far the loops of neighbouring courses are tilted apart [deg] (interior)."""
+        return np.abs(np.diff(sw.loop_tilt(x)[1:-1, 1:-1].mean(axis=1)))
+
+    sw, rel = relaxed["garter"]
+    sw_st, rel_st = relaxed["stockinette"]
+    # measured 85° and 82° apart (37°, −47°, 35°); stockinette's 28° and 30° (its top and
+    # bottom rolling towards the face: 35°, 7°, −23°)
+    assert np.all(turn(sw, rel.positions) > 60.0)
+    assert np.all(turn(sw_st, rel_st.positions) < 40.0)
+    # measured 0.84
+    assert sw.course_spacing(rel.positions) / sw_st.course_spacing(rel_st.positions) < 0.9
+
+
 def test_stockinette_sides_and_ends_roll_opposite_ways(relaxed):
     sw, rel = relaxed["stockinette"]
     sim = swatch_solver(sw, rel)

@@ -192,6 +192,28 @@ class Swatch:
         height = np.linalg.norm(np.diff(c, axis=0), axis=2).sum(axis=0).mean() * C / (C - 1)
         return float(width), float(height)
 
+    def course_spacing(self, x: np.ndarray) -> float:
+        """Mean distance [m] at x (P, 3) between the centroids of neighbouring loops of one
+        stitch column, over the interior (the edge courses and columns left out, where the
+        cast-on, bind-off and turns hold the loops): along the fabric, as fabric_size."""
+        c = self.loop_centroids(x)[1:-1, 1:-1]
+        return float(np.linalg.norm(np.diff(c, axis=0), axis=2).mean())
+
+    def loop_tilt(self, x: np.ndarray) -> np.ndarray:
+        """(courses, stitches) how far each loop's plane (its points' best plane at x (P, 3))
+        is turned out of the fabric about the course direction [deg]: the angle from the face
+        (+z) to the loop's normal in the wale–face plane. Garter's loops tilt alternately by
+        course into its ridges; a flat stockinette's lie near 0."""
+        courses, stitches = self.purl.shape
+        knit = np.arange(len(x)) < self.yarn_offsets[1]
+        tilt = np.empty(courses * stitches)
+        for loop in range(courses * stitches):
+            pts = x[knit & (self.loops == loop)]
+            n = np.linalg.svd(pts - pts.mean(axis=0))[2][2]
+            n = n if n[2] > 0 else -n
+            tilt[loop] = np.degrees(np.arctan2(n[1], n[2]))
+        return tilt.reshape(courses, stitches)
+
 
 def yarn_segments(yarn_offsets: np.ndarray) -> np.ndarray:
     """(S, 2) int64 point pairs of consecutive points within each yarn."""
