@@ -26,7 +26,7 @@ from .._jit import njit, prange
 from .bvh import TriangleTree
 from .closest import point_triangle
 from .colliders import cap_centres
-from .intersections import _box_distance2
+from .intersections import _box_distance2, nearest_on_mesh
 from .vector import cross, dot, load, sub
 
 # A subtree is summed as one dipole from points farther than FAR_FIELD times its radius
@@ -131,37 +131,8 @@ def winding_numbers(x, tris, X, outward, left, right, first, order, area, centre
     return w
 
 
-@njit
-def nearest_point(p, tris, X, left, right, first, order, lo, hi, stack):
-    """Squared distance [m²] from p to the nearest collider triangle and the nearest point
-    (x, y, z) on it."""
-    best = np.inf
-    cx = cy = cz = 0.0
-    stack[0] = 0
-    top = 1
-    while top > 0:
-        top -= 1
-        node = stack[top]
-        if _box_distance2(p, lo, hi, node) >= best:
-            continue
-        if left[node] < 0:
-            t = order[first[node]]
-            a, b, c = load(X, tris[t, 0]), load(X, tris[t, 1]), load(X, tris[t, 2])
-            d2, wa, wb, wc = point_triangle(p, a, b, c)
-            if d2 < best:
-                best = d2
-                cx = wa * a[0] + wb * b[0] + wc * c[0]
-                cy = wa * a[1] + wb * b[1] + wc * c[1]
-                cz = wa * a[2] + wb * b[2] + wc * c[2]
-        else:
-            stack[top] = right[node]
-            stack[top + 1] = left[node]
-            top += 2
-    return best, cx, cy, cz
-
-
 @njit(parallel=True)
-def inside_depths(x, w, tris, X, left, right, first, order, lo, hi):
+def inside_depths(x, w, tris, X, tri_group, left, right, first, order, lo, hi):
     """Distance [m] from each point of x (V, 3) with winding number w (V,) >= INSIDE to the
     nearest collider triangle, 0 for the points outside, (V,)."""
     depth = np.zeros(x.shape[0])
@@ -169,8 +140,8 @@ def inside_depths(x, w, tris, X, left, right, first, order, lo, hi):
         if w[i] < INSIDE:
             continue
         stack = np.empty(_STACK, np.int64)
-        depth[i] = np.sqrt(nearest_point(load(x, i), tris, X, left, right, first, order, lo,
-                                         hi, stack)[0])
+        depth[i] = np.sqrt(nearest_on_mesh(load(x, i), -1, X, tris, tri_group, left, right,
+                                           first, order, lo, hi, stack)[0])
     return depth
 
 
@@ -397,8 +368,8 @@ class InsideTest:
         if not self.active:
             return w
         t = self.tree
-        return inside_depths(x, w, self.tris, self._points_at, t.left, t.right, t.first,
-                             t.order, t.lo, t.hi)
+        return inside_depths(x, w, self.tris, self._points_at, self.tri_group, t.left, t.right,
+                             t.first, t.order, t.lo, t.hi)
 
     def exits(self, x: np.ndarray, X: np.ndarray, gap: np.ndarray) -> np.ndarray:
         """Exit targets (V, 3) [m] of the points of x inside the colliders at X (``exits``),

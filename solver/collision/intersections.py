@@ -251,8 +251,8 @@ def ray_crossings(p, d, inv, g, X, tris, tri_group, left, right, first, order, l
 
 @njit
 def nearest_on_mesh(p, g, X, tris, tri_group, left, right, first, order, lo, hi, stack):
-    """Squared distance [m²] from p to collider mesh ``g`` and the nearest point (x, y, z) on
-    it, walking the collider tree as ``ray_crossings`` does."""
+    """Squared distance [m²] from p to collider mesh ``g`` (g < 0: the nearest of all) and the
+    nearest point (x, y, z) on it, walking the collider tree as ``ray_crossings`` does."""
     best = np.inf
     cx = cy = cz = 0.0
     stack[0] = 0
@@ -264,7 +264,7 @@ def nearest_on_mesh(p, g, X, tris, tri_group, left, right, first, order, lo, hi,
             continue
         if left[node] < 0:
             t = order[first[node]]
-            if tri_group[t] == g:
+            if g < 0 or tri_group[t] == g:
                 a, b, c = load(X, tris[t, 0]), load(X, tris[t, 1]), load(X, tris[t, 2])
                 d2, wa, wb, wc = point_triangle(p, a, b, c)
                 if d2 < best:
