@@ -188,8 +188,29 @@ PASS_CHUNKS = 8
 
 
 @njit(parallel=True)
+def _measure_skipped(x, seg, seg_len, seg_yarn, seg_arc, pairs, reach, diameter, margin,
+                     closest_measured, size, c_best):
+    """contact_pass's second look: the exact distance of every pair whose distance may be
+    below ``closest_measured`` [m] (reach + margin, the bounds at x), folded into each piece's
+    c_best (squared)."""
+    gap = NEIGHBOUR_GAP * diameter
+    K = pairs.shape[0]
+    for c in prange(c_best.shape[0]):
+        best = c_best[c]
+        for k in range(c * size, min(K, (c + 1) * size)):
+            i = pairs[k, 0]
+            j = pairs[k, 1]
+            if reach[k] + margin[k] < closest_measured and \
+                    not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+                d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                           load(x, seg[j, 0]), load(x, seg[j, 1]))
+                best = min(best, d2)
+        c_best[c] = best
+
+
+@njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_contact, k_dn,
-                 k_dt, n_quad, force, stiffness, normal_force, closest, moments, found_at=None,
+                 k_dt, n_quad, force, stiffness, normal_force, closest, moments, margin=None,
                  motion=None):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
     parallel: the exact segment–segment distance of each pair is the clearance and rejects the
@@ -206,20 +227,23 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
     pair is f(dist/reach) and its stiffness scales as 1/reach². Also written per pair, for
     the friction of the step (``apply_friction``): ``normal_force`` (K,) [N], the penalty's
     push along the segments' closest-point direction (0 where the pair does not touch), and
-    ``closest`` (K, 2), the segment parameters (s, t) of the closest points; for the estimate
+    ``closest`` (K, 2), the segment parameters (s, t) of the closest points (written for the
+    pairs measured, which include every pair that touches); for the estimate
     of the contact's highest frequency (stability.contact_springs), ``moments`` (K, 6) [N/m]
     or None (not computed: most passes do without): the sums over the pair's touching samples of k_q,
     k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's stiffness
     k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is written, as 0,
     for a pair that does not touch).
 
-    ``found_at`` (K,) [m], if given, holds the pairs' distances where they were found
-    (near_pairs) and ``motion`` (S, 5) how each segment has moved since (segment_motion): a
-    pair whose distance there, less the most its segments can have come closer since
-    (``approach``), is beyond its ``reach`` is skipped without its distance, as it cannot touch
-    (Kaldor's scheduler, [Kaldor2011] §6.3.1: a per-pair lower bound of the distance instead
-    of a check of every pair at every step). The clearance stays exact: a skipped pair whose
-    bound is below the closest distance found among the others is measured afterwards.
+    Kaldor's scheduler ([Kaldor2011] §6.3.1: a lower bound of each pair's distance, updated by
+    how far its segments move, instead of a measurement of every pair at every step), if
+    ``margin`` (K,) [m] is given: a lower bound of each pair's distance less its reach at the
+    positions ``motion`` (S, 5) starts from (segment_motion; at the pair search, the distance
+    near_pairs found less the reach). Less the most the pair's segments can have come closer
+    since (``approach``), it is a bound at x; a pair whose bound stays positive cannot touch
+    and is skipped without its distance. ``margin`` is updated in place to hold a bound at x:
+    that one, or the measured distance less the reach. The clearance stays exact: a skipped
+    pair whose bound is below the closest distance measured is measured afterwards.
 
     Returns:
         (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
@@ -242,34 +266,35 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
     c_touch = np.zeros(C, np.int64)
     c_dmin = np.ones(C)
     c_best = np.full(C, d2max)
-    # lower bounds [m] of the skipped pairs' distances that may still set the clearance
-    lower = np.empty(K) if motion is not None else np.empty(0)
+    # per piece: the least lower bound [m] of the distances of the pairs skipped within reach
+    c_low = np.full(C, np.inf)
     for c in prange(C):
         energy = 0.0
         touching = 0
         d_low = 1.0
         best = d2max
+        low = np.inf
         for k in range(c * size, min(K, (c + 1) * size)):
             i = pairs[k, 0]
             j = pairs[k, 1]
             normal_force[k] = 0.0
-            closest[k, 0] = 0.0
-            closest[k, 1] = 0.0
             if moments is not None:
                 moments[k, 0] = 0.0
             if motion is not None:
-                lower[k] = np.inf
-                bound = found_at[k] - approach(motion, i, j)
-                if bound >= diameter:
-                    continue
-                if bound >= reach[k]:
-                    if not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
-                        lower[k] = bound
+                bound = margin[k] - approach(motion, i, j)
+                if bound > 0.0:
+                    margin[k] = bound
+                    lowest = reach[k] + bound     # the least distance it can have [m]
+                    if lowest < low and lowest < diameter and \
+                            not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+                        low = lowest
                     continue
             if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
                 continue
             a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
             d2, cs, ct = segment_segment(load(x, a0), load(x, a1), load(x, b0), load(x, b1))
+            if motion is not None:
+                margin[k] = np.sqrt(d2) - reach[k]
             closest[k, 0] = cs
             closest[k, 1] = ct
             if d2 >= d2max:
@@ -380,19 +405,12 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
         c_touch[c] = touching
         c_dmin[c] = d_low
         c_best[c] = best
+        c_low[c] = low
+    closest_measured = np.sqrt(c_best.min())
     if motion is not None:
-        # the skipped pairs that may be closer than every measured one: measured now
-        reach_best = np.sqrt(min(c_best))
-        for c in prange(C):
-            best = c_best[c]
-            for k in range(c * size, min(K, (c + 1) * size)):
-                if lower[k] < reach_best:
-                    i = pairs[k, 0]
-                    j = pairs[k, 1]
-                    d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
-                                               load(x, seg[j, 0]), load(x, seg[j, 1]))
-                    best = min(best, d2)
-            c_best[c] = best
+        if c_low.min() < closest_measured:
+            _measure_skipped(x, seg, seg_len, seg_yarn, seg_arc, pairs, reach, diameter,
+                             margin, closest_measured, size, c_best)
     for p in prange(P):
         for c in range(C):
             for r in range(3):

@@ -230,7 +230,8 @@ class YarnSolver:
         self._targets = None     # (t, dt, FrameTargets) of the frame being stepped
         self._last: tuple | None = None   # forces, multipliers, h of the last step
         self._stiffness = np.zeros(model.vertex_count)
-        self._pairs_at: tuple | None = None   # (x₀, pairs, their distances at x₀)
+        self._pairs_at: tuple | None = None   # (x₀, pairs, their margins, their reach)
+        self._passed_at: np.ndarray | None = None   # x of the last contact pass
         self._margin = stepping.pair_margin * model.radius
         self._contact_at: tuple | None = None
         self._layouts: dict = {}   # the filter's regions laid out (_laid_out)
@@ -360,7 +361,7 @@ class YarnSolver:
         s = self.segments
         f = np.zeros_like(x)
         k = np.zeros(len(x))
-        pairs, found_at, motion, reach = self._pairs(x)
+        pairs, margin, motion, reach = self._pairs(x)
         fn = np.empty(len(pairs))
         st = np.empty((len(pairs), 2))
         # the stiffness moments feed the estimate of the contact's highest frequency only,
@@ -370,9 +371,10 @@ class YarnSolver:
         energy, _, _, gap = contact_pass(
             x, v, s.seg, s.rest, s.yarn, s.arc, pairs, reach, p.radius, p.contact_stiffness,
             p.contact_damping_normal, p.contact_damping_tangential, N_QUAD, f, k, fn, st,
-            mo, found_at, motion)
+            mo, margin, motion)
         out = (f, k, energy, gap, pairs, fn, st, mo)
         self._contact_at = (x.copy(), v.copy(), out, self.rest.copy())
+        self._passed_at = self._contact_at[0]    # where the margins now hold
         return out
 
     def forces(self, x: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -423,9 +425,10 @@ class YarnSolver:
         """Candidate segment pairs at x: those found at earlier positions x₀ while every point
         has moved the same to within the margin since (a common translation changes no
         distance, so a falling swatch keeps them), else found anew; only pairs that can come
-        within a diameter before the next search are kept (contact.near_pairs). Also their
-        distances at x₀, how each segment has moved since (contact.segment_motion: how much
-        closer each pair can have come) and their contact distances."""
+        within a diameter before the next search are kept (contact.near_pairs). Also a lower
+        bound of each one's distance less its contact distance where the last contact pass
+        was (updated in place by it: Kaldor's scheduler, contact.contact_pass), how each
+        segment has moved since (contact.segment_motion) and their contact distances."""
         at = self._pairs_at
         centre = np.zeros(3)
         spread = -1.0 if at is None or at[0].shape != x.shape else _spread(x, at[0], centre)
@@ -435,12 +438,16 @@ class YarnSolver:
             found, found_at = near_pairs(x, s.seg, s.rest, s.yarn, s.arc, self.tree.pairs(x),
                                          2.0 * r, 2.0 * (r + self._margin))
             reach = self.model.rest_contacts.reach(found, r, self.model.params.contact_rest)
-            self._pairs_at = (x.copy(), found, found_at, reach)
-            return found, found_at, np.zeros((len(s.seg), 5)), reach
-        x0, found, found_at, reach = at
-        motion = np.empty((len(self.model.segments.seg), 5))
-        segment_motion(x, x0, self.model.segments.seg, centre, motion)
-        return found, found_at, motion, reach
+            self._pairs_at = (x.copy(), found, found_at - reach, reach)
+            self._passed_at = self._pairs_at[0]
+            return found, self._pairs_at[2], np.zeros((len(s.seg), 5)), reach
+        _, found, margin, reach = at
+        seg = self.model.segments.seg
+        motion = np.empty((len(seg), 5))
+        centre = np.zeros(3)
+        _spread(x, self._passed_at, centre)
+        segment_motion(x, self._passed_at, seg, centre, motion)
+        return found, margin, motion, reach
 
     def clearance(self, x: np.ndarray | None = None) -> float:
         """Smallest distance [m] between non-neighbouring segments (2r if none closer)."""
