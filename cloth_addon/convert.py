@@ -83,7 +83,8 @@ def solver_settings_from_props(settings, name: str = "solver") -> SolverSettings
         "model": settings.solver.lower(),
         "quality": settings.quality.lower(),
         "substeps": settings.substeps if settings.use_custom_substeps else None,
-        "newton_iterations": settings.newton_iterations,
+        "newton_iterations": settings.newton_iterations
+        if settings.use_custom_newton_iterations else None,
         "integrator": settings.integrator.lower(),
         "self_collision": bool(settings.self_collision),
     }

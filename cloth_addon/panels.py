@@ -303,7 +303,11 @@ class PHYSICS_PT_cloth_solver_quality(ClothSolverPanel, bpy.types.Panel):
         sub.active = s.use_custom_substeps
         sub.prop(s, "substeps", text="")
         if s.solver == "IMPLICIT":
-            layout.prop(s, "newton_iterations")
+            row = layout.row(heading="Newton Iterations")
+            row.prop(s, "use_custom_newton_iterations", text="")
+            sub = row.row()
+            sub.active = s.use_custom_newton_iterations
+            sub.prop(s, "newton_iterations", text="")
         elif s.solver == "MASS_SPRING":
             layout.prop(s, "integrator")
 

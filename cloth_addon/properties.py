@@ -290,15 +290,21 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
                         "spring, weight 0 leaves it free", update=cloth_settings_changed),
         "use_custom_substeps": BoolProperty(
             name="Custom Substeps", default=_SOLVER_DEFAULTS["substeps"] is not None,
-            description="Set the steps per frame by hand (off: the model's default; the "
-                        "explicit model then finds its stable step automatically)",
+            description="Set the steps per frame by hand (off: the model's default: the "
+                        "implicit model's quality sets them, the explicit model finds its "
+                        "stable step automatically)",
             update=cloth_settings_changed),
         "substeps": IntProperty(
             name="Substeps", default=_SOLVER_DEFAULTS["substeps"] or 2,
             min=int(_SUBSTEPS.minimum), max=int(min(_SUBSTEPS.maximum, 2**31 - 1)),
             description=_SUBSTEPS.doc, update=cloth_settings_changed),
+        "use_custom_newton_iterations": BoolProperty(
+            name="Custom Newton Iterations",
+            default=_SOLVER_DEFAULTS["newton_iterations"] is not None,
+            description="Set the most Newton iterations per step by hand (off: the quality's)",
+            update=cloth_settings_changed),
         "newton_iterations": IntProperty(
-            name="Newton Iterations", default=_SOLVER_DEFAULTS["newton_iterations"],
+            name="Newton Iterations", default=_SOLVER_DEFAULTS["newton_iterations"] or 2,
             min=int(_NEWTON.minimum), max=int(_NEWTON.maximum), description=_NEWTON.doc,
             update=cloth_settings_changed),
         "integrator": EnumProperty(

@@ -210,13 +210,14 @@ QUALITY_NAMES = ("final", "preview")
 # other defaults were measured for; Preview's values and their measurements:
 # docs/solver.md, "Preview quality".
 QUALITIES: dict[str, dict[str, Any]] = {
-    "final": {"newton_residual": 0.0},
-    "preview": {"newton_residual": 0.1},
+    "final": {"newton_residual": 0.0, "substeps": 2, "newton_iterations": 2},
+    "preview": {"newton_residual": 0.1, "substeps": 1, "newton_iterations": 3},
 }
 QUALITY_DOCS = {
     "final": "Full accuracy (the default): every step runs its Newton iterations until the "
              "update is small or their cap is reached",
-    "preview": "Faster: a step's second Newton iteration runs only where the first leaves a "
+    "preview": "Faster: one step per frame (more where layers of cloth move fast against "
+               "each other), a step's second Newton iteration only where the first leaves a "
                "large residual; the same strain limit and collisions",
 }
 
@@ -234,8 +235,8 @@ class SolverSettings:
         "accuracy; preview: cheaper, same strain limit and contacts); an explicit value of "
         "one of them wins; no effect on mass_spring"})
     substeps: int | None = _spec(
-        None, "", "steps per frame; None = model default (implicit: 2; explicit: automatic "
-        "stable step)",
+        None, "", "steps per frame; None = model default (implicit: from the quality, 2 at final, "
+        "1 at preview; explicit: automatic stable step)",
         1, 100000, integer=True, optional=True)
     integrator: str = field(default="symplectic_euler", metadata={
         "choices": INTEGRATOR_NAMES, "doc": "explicit integrator of the mass_spring model"})
@@ -273,9 +274,10 @@ class SolverSettings:
     recycled_corrections: int = _spec(
         4, "", "implicit: the last Newton corrections that deflate the next conjugate gradient "
         "solves (0 = none; see linalg/deflation.py)", 0, 64, integer=True)
-    newton_iterations: int = _spec(
-        2, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
-        "linearisation)", 1, 100, integer=True)
+    newton_iterations: int | None = _spec(
+        None, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
+        "linearisation); None = from the quality (2 at final, 3 at preview)", 1, 100,
+        integer=True, optional=True)
     newton_residual: float | None = _spec(
         None, "", "implicit: after the first Newton iteration of a step, the next run only "
         "while the residual is above this fraction of the step's starting residual (0 = "

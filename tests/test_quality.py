@@ -21,8 +21,10 @@ COTTON = load_preset("cotton")
 SOFT_COTTON = dataclasses.replace(COTTON, stretch_stiffness=300.0)
 STRAIN_TOLERANCE = 1e-3  # strain: the limiter converges to 1e-3 of the limit (strain_limit.py)
 # Largest vertex distance between the Preview and Final runs of the 1 m cloths below (measured
-# 56 mm hanging, 65 mm on the sphere; each is about 0.2 m from its converged run)
-NEAR_FINAL = 0.1  # m
+# 176 mm hanging, 146 mm on the sphere: Preview's one step per frame damps the swing more; from
+# a converged run, 32 steps x 4 Newton iterations at CG 1e-5, Final is 193 and Preview 339 mm
+# hanging, 206 and 208 mm on the sphere)
+NEAR_FINAL = 0.2  # m
 
 
 def hanging(quality, **settings):
@@ -56,8 +58,8 @@ def test_preview_is_cheaper_holds_the_limit_and_stays_near_final(request, runs):
     final, preview = (request.getfixturevalue(runs)[q] for q in ("final", "preview"))
     assert final.error is None and preview.error is None
     totals = {q: r.report()["totals"] for q, r in (("final", final), ("preview", preview))}
-    # measured: hanging 96 -> 53 Newton iterations, 413 -> 266 PCG + limiter iterations;
-    # sphere 134 -> 91 and 687 -> 565
+    # measured: hanging 96 -> 30 Newton iterations, 412 -> 215 PCG + limiter iterations;
+    # sphere 136 -> 65 and 683 -> 475
     assert totals["preview"]["newton_iterations"] < 0.8 * totals["final"]["newton_iterations"]
     assert totals["preview"]["iterations"] < 0.9 * totals["final"]["iterations"]
     assert totals["preview"]["max_strain"] <= SOFT_COTTON.max_strain + STRAIN_TOLERANCE
@@ -152,7 +154,10 @@ def _stiff_swing(**settings):
 
 
 def test_preview_stays_dissipative_on_stiff_fabric_where_one_newton_iteration_does_not():
-    """Why Preview stops on the residual instead of always after one iteration: measured
-    gains 0 J for Preview and 5.7e-4 J for one iteration per step (docs/solver.md, "Preview quality")."""
+    """Why Preview stops on the residual instead of always after one iteration, and why its one
+    step per frame may take up to 3: measured gains 0 J for Preview, 5.7e-4 J for one iteration
+    per step at 2 steps per frame and 5.6e-4 J for at most 2 at one step per frame
+    (docs/solver.md, "Preview quality")."""
     assert _stiff_swing(quality="preview") <= 1e-9
     assert _stiff_swing(newton_iterations=1) > 1e-5
+    assert _stiff_swing(quality="preview", newton_iterations=2) > 1e-5

@@ -28,15 +28,16 @@ from ..linalg.preconditioner import BlockJacobi, LaggedFactor
 from ..linalg.sparse import (add_scaled_identity, copy_blocks, extend_pattern,
                              point_block_slots, scatter_blocks)
 from ..model import ClothModel
-from ..params import SolverSettings
+from ..params import QUALITIES, SolverSettings
 from ..system import ForceSystem
 from .base import BlowUpError, ClothSolver, FrameTargets, StepInfo
 from .contact_solves import ContactSolves
 
-# Steps per frame unless the settings say otherwise. With 2 Newton iterations and a CG
-# tolerance of 1e-3, 2 steps are both cheaper and closer to a converged run than 1 step with
-# 4 iterations at 1e-4 (docs/solver.md, "Default substeps").
-DEFAULT_SUBSTEPS = 2
+# Steps per frame at quality Final unless the settings say otherwise (the qualities' bundles,
+# params.QUALITIES, hold each quality's count). With 2 Newton iterations and a CG tolerance of
+# 1e-3, 2 steps are both cheaper and closer to a converged run than 1 step with 4 iterations
+# at 1e-4 (docs/solver.md, "Default substeps").
+DEFAULT_SUBSTEPS = QUALITIES["final"]["substeps"]
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 # With self-collision, layers are pushed apart after the solve; when the cloth's parts move
 # relative to each other by more than this fraction of an edge per step, those pushes stretch
