@@ -210,8 +210,10 @@ QUALITY_NAMES = ("final", "preview")
 # other defaults were measured for; Preview's values and their measurements:
 # docs/solver.md, "Preview quality".
 QUALITIES: dict[str, dict[str, Any]] = {
-    "final": {"newton_residual": 0.0, "substeps": 2, "newton_iterations": 2},
-    "preview": {"newton_residual": 0.1, "substeps": 1, "newton_iterations": 3},
+    "final": {"newton_residual": 0.0, "substeps": 2, "newton_iterations": 2,
+              "self_contact_motion": 0.5},
+    "preview": {"newton_residual": 0.1, "substeps": 1, "newton_iterations": 3,
+                "self_contact_motion": 1.0},
 }
 QUALITY_DOCS = {
     "final": "Full accuracy (the default): every step runs its Newton iterations until the "
@@ -282,6 +284,11 @@ class SolverSettings:
         None, "", "implicit: after the first Newton iteration of a step, the next run only "
         "while the residual is above this fraction of the step's starting residual (0 = "
         "always, up to newton_iterations); None = from the quality", 0.0, 1.0, optional=True)
+    self_contact_motion: float | None = _spec(
+        None, "", "implicit, with self-collision: more steps per frame while an edge with an end "
+        "in cloth-cloth contact moves its ends against each other by more than this fraction of "
+        "its rest length per step; None = from the quality (0.5 at final, 1 at preview)",
+        0.0, 100.0, exclusive_min=True, optional=True)
     newton_tolerance: float = _spec(
         1.0e-3, "", "implicit: Newton stops when its last position update is below this "
         "fraction of the shortest rest edge", 0.0, 1.0, exclusive_min=True)

@@ -40,12 +40,13 @@ from .contact_solves import ContactSolves
 DEFAULT_SUBSTEPS = QUALITIES["final"]["substeps"]
 SETTLE_PSEUDO_STEP = 1.0  # s: τ of the settle iteration (larger = closer to Newton)
 # With self-collision, layers are pushed apart after the solve; when the cloth's parts move
-# relative to each other by more than this fraction of an edge per step, those pushes stretch
-# the cloth, so the implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS).
-# Only edges with an end in self-contact on the last step count: the pushes act there, and
-# counting every edge let cloth sliding fast off a sphere, nowhere near its other layers, set
-# several substeps for nothing (docs/solver.md, "Self-contact substeps").
-SELF_CONTACT_MOTION = 0.5
+# relative to each other by more than a fraction of an edge per step (the settings'
+# self_contact_motion, from the quality; this is Final's), those pushes stretch the cloth, so
+# the implicit model then takes more substeps (at most MAX_SELF_CONTACT_SUBSTEPS). Only edges
+# with an end in self-contact on the last step count: the pushes act there, and counting every
+# edge let cloth sliding fast off a sphere, nowhere near its other layers, set several substeps
+# for nothing (docs/solver.md, "Self-contact substeps").
+SELF_CONTACT_MOTION = QUALITIES["final"]["self_contact_motion"]
 MAX_SELF_CONTACT_SUBSTEPS = 16
 
 
@@ -233,8 +234,9 @@ class ImplicitSolver(ClothSolver):
 
     def _substeps_for_self_contact(self, frame_dt: float, n: int) -> int:
         """Substeps for a frame (at least n) so that no edge with an end in self-contact on the
-        last step moves its ends relative to each other by more than SELF_CONTACT_MOTION of its
-        rest length per step, at the current velocities (self-collision only)."""
+        last step moves its ends relative to each other by more than the settings'
+        self_contact_motion of its rest length per step, at the current velocities
+        (self-collision only)."""
         c = self.collisions
         if c is None or not c.self_collision:
             return n
@@ -245,7 +247,7 @@ class ImplicitSolver(ClothSolver):
             return n
         e, rest = e[near], self.model.edge_rest_length[near]
         rel = np.linalg.norm(self.v[e[:, 1]] - self.v[e[:, 0]], axis=1) * frame_dt
-        need = float(np.max(rel / (SELF_CONTACT_MOTION * rest)))
+        need = float(np.max(rel / (self.settings.self_contact_motion * rest)))
         return max(n, min(MAX_SELF_CONTACT_SUBSTEPS, int(np.ceil(need))))
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
