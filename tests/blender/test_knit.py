@@ -345,7 +345,8 @@ def test_a_falling_knit_swatch_lands_on_a_sphere_mesh_collider():
 def test_yarn_settings_are_kept_on_the_swatch_and_used_by_its_relaxation_and_bake():
     """Add > Knit Swatch's Yarn Friction and Rest Contacts relax the swatch with them, are
     stored on the object, drawn in its panel, and the bake simulates with them: the keys equal
-    the yarn model run directly with them, and differ from a bake with either at its default."""
+    the yarn model run directly with them (which either changes), and after both are set back
+    to their defaults on the swatch, the model run with those."""
     assert bpy.ops.cloth_solver.add_knit_swatch(
         pattern="RIB2X2", stitches=3, courses=3, yarn="wool_worsted",
         friction=0.3, contact_rest=0.5) == {"FINISHED"}
@@ -373,10 +374,16 @@ def test_yarn_settings_are_kept_on_the_swatch_and_used_by_its_relaxation_and_bak
     pinned = np.array([v.index for v in obj.data.vertices if v.groups])
     direct = _run_directly(obj, "rib2x2", 3, 3, own, pinned)
     np.testing.assert_allclose(_points(obj, "cloth_0002"), direct, atol=2e-6)
-    for name, default in (("knit_contact_rest", 1.0), ("knit_friction", 0.0)):
-        setattr(obj.cloth_solver, name, default)
-        assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
-        assert np.abs(_points(obj, "cloth_0002") - direct).max() > 1e-6, name
+    # each of them changes the knit's motion
+    for name, default in (("contact_rest", 1.0), ("friction", 0.0)):
+        other = _run_directly(obj, "rib2x2", 3, 3, dataclasses.replace(own, **{name: default}),
+                              pinned)
+        assert np.abs(other - direct).max() > 1e-6, name
+    # changed on the swatch, the next bake takes them
+    obj.cloth_solver.knit_contact_rest, obj.cloth_solver.knit_friction = 1.0, 0.0
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    np.testing.assert_allclose(_points(obj, "cloth_0002"),
+                               _run_directly(obj, "rib2x2", 3, 3, yarn, pinned), atol=2e-6)
 
 
 def test_the_swatch_yarn_settings_take_their_default_and_bounds_from_the_yarn_parameters():
