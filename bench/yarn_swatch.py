@@ -14,7 +14,7 @@ With ``--baseline TREE`` (a checkout of an older commit, e.g. ``git worktree add
 a fresh process, one after the other: on a shared machine only such interleaved runs compare
 (docs/yarn.md). ``--json`` writes every run and the medians and their ratio.
 
-    NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_swatch.py --sizes 32 --courses 42 --frames 2
+    NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_swatch.py --sizes 32 --courses 42 --frames 3
 """
 
 from __future__ import annotations
