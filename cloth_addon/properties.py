@@ -478,11 +478,23 @@ def upgrade_old_material(settings) -> bool:
     return True
 
 
+def upgrade_old_newton_iterations(settings) -> bool:
+    """A Newton Iterations value set by hand in a file saved before the quality chose the
+    count (no Custom Newton Iterations toggle then) stays in use: switch the toggle on. True if
+    it did. Written as an ID property, so no update runs: the bake it made is still current."""
+    if (settings.is_property_set("use_custom_newton_iterations")
+            or not settings.is_property_set("newton_iterations")):
+        return False
+    settings["use_custom_newton_iterations"] = True
+    return True
+
+
 @bpy.app.handlers.persistent
 def _upgrade_old_files(*_args):
     for obj in bpy.data.objects:
         if obj.library is None and obj.type == "MESH":
             upgrade_old_material(obj.cloth_solver)
+            upgrade_old_newton_iterations(obj.cloth_solver)
 
 
 def register():

@@ -177,6 +177,25 @@ def test_old_file_keeps_its_material_and_a_new_cloth_stays_cotton(tmp_path):
     assert new.cloth_solver.preset == "Cotton"
 
 
+def test_old_file_keeps_a_newton_count_set_by_hand(tmp_path):
+    """Files saved before the quality chose the Newton count had no Custom toggle: a count set
+    by hand switches it on (and outdates nothing); an untouched count follows the quality."""
+    by_hand, untouched = cloth("ByHand", n=3), cloth("Untouched", n=3)
+    by_hand.cloth_solver.newton_iterations = 5
+    for obj in (by_hand, untouched):
+        obj.cloth_solver.property_unset("use_custom_newton_iterations")
+    path = str(tmp_path / "old_newton.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    by_hand, untouched = bpy.data.objects["ByHand"], bpy.data.objects["Untouched"]
+    solver_settings = _pkg().convert.solver_settings_from_props
+    assert by_hand.cloth_solver.use_custom_newton_iterations
+    assert solver_settings(by_hand.cloth_solver).newton_iterations == 5
+    assert by_hand.cloth_solver.bake_outdated == ""
+    assert not untouched.cloth_solver.use_custom_newton_iterations
+    assert solver_settings(untouched.cloth_solver).newton_iterations is None
+
+
 def test_labels_and_units_fit_the_default_properties_editor():
     """Short labels in the label column and the unit after the value: Blender 3.4 draws
     labels up to about 14 characters and units up to 7 uncut in a 320 px wide Properties
