@@ -303,7 +303,8 @@ class PHYSICS_PT_cloth_solver_quality(ClothSolverPanel, bpy.types.Panel):
         sub.active = s.use_custom_substeps
         sub.prop(s, "substeps", text="")
         if s.solver == "IMPLICIT":
-            row = layout.row(heading="Newton Iterations")
+            # "Newton Iterations" is cut in Blender's default 320 px editor; the tooltip names it
+            row = layout.row(heading="Iterations")
             row.prop(s, "use_custom_newton_iterations", text="")
             sub = row.row()
             sub.active = s.use_custom_newton_iterations
