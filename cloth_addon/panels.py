@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..solver import QUALITIES
 from . import bake_status, blender_physics, presets, units
 from .bake_status import BAKED_ROLES
 from .knit import YARN_ITEMS
@@ -297,20 +298,31 @@ class PHYSICS_PT_cloth_solver_quality(ClothSolverPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         s = context.object.cloth_solver
-        row = layout.row(heading="Substeps")
-        row.prop(s, "use_custom_substeps", text="")
-        sub = row.row()
-        sub.active = s.use_custom_substeps
-        sub.prop(s, "substeps", text="")
         if s.solver == "IMPLICIT":
+            quality = QUALITIES[s.quality.lower()]
+            name = s.quality.title()  # the menu's name (properties.QUALITY_ITEMS)
+            _count(layout, s, "substeps", "Substeps", f"{quality['substeps']} ({name})")
             # "Newton Iterations" is cut in Blender's default 320 px editor; the tooltip names it
-            row = layout.row(heading="Iterations")
-            row.prop(s, "use_custom_newton_iterations", text="")
-            sub = row.row()
-            sub.active = s.use_custom_newton_iterations
-            sub.prop(s, "newton_iterations", text="")
+            _count(layout, s, "newton_iterations", "Iterations",
+                   f"{quality['newton_iterations']} ({name})")
         elif s.solver == "MASS_SPRING":
+            _count(layout, s, "substeps", "Substeps", "Automatic")  # its stable step
             layout.prop(s, "integrator")
+
+
+def _count(layout, settings, name, heading, derived):
+    """A count set by hand (its Custom toggle on: the stored value, editable) or left to the
+    model (off: ``derived``, the count the bake uses, greyed, as a label, the way Blender's own
+    panels show a value they derive, e.g. a strip's End in the sequencer; the stored value
+    would mislead, the bake ignores it)."""
+    row = layout.row(heading=heading)
+    row.prop(settings, f"use_custom_{name}", text="")
+    sub = row.row()
+    if getattr(settings, f"use_custom_{name}"):
+        sub.prop(settings, name, text="")
+    else:
+        sub.active = False
+        sub.label(text=derived)
 
 
 class PHYSICS_PT_cloth_solver_wind(ClothSolverPanel, bpy.types.Panel):

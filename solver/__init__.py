@@ -16,8 +16,8 @@ from .formats.presets import (list_presets, list_yarn_presets, load_preset, load
                               preset_dir, preset_info, yarn_preset_info)
 from .formats.scene import SceneError, load_scene
 from .mesh import MeshError, PolyMesh, grid_mesh
-from .params import (INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, Display, FieldSpec,
-                     MaterialParams, ParameterError, SolverSettings, YarnParams,
+from .params import (INTEGRATOR_NAMES, QUALITIES, QUALITY_DOCS, QUALITY_NAMES, Display,
+                     FieldSpec, MaterialParams, ParameterError, SolverSettings, YarnParams,
                      field_defaults, field_displays, field_specs)
 from .spec import ClothSetup, Collider, SimulationSpec, Wind, YarnSetup
 
@@ -46,7 +46,7 @@ def __getattr__(name):
 
 
 __all__ = [
-    "CLOTH_MODELS", "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
+    "CLOTH_MODELS", "IMPLICIT_SUBSTEPS", "INTEGRATOR_NAMES", "QUALITIES", "QUALITY_DOCS", "QUALITY_NAMES", "ClothModel", "ClothSetup", "Collider",
     "Display", "FieldSpec",
     "MaterialParams",
     "MeshError", "PC2Error", "PC2Writer", "ParameterError", "PolyMesh", "SOLVERS", "SceneError", "Simulation",
