@@ -252,8 +252,7 @@ class ImplicitSolver(ClothSolver):
 
     def step_frame(self, t: float, frame_dt: float, targets: FrameTargets,
                    wind: np.ndarray) -> StepInfo:
-        n = self.step_refinement * self._substeps_for_self_contact(
-            frame_dt, self.settings.substeps or DEFAULT_SUBSTEPS)
+        n = self.step_refinement * self._substeps_for_self_contact(frame_dt, self.settings.substeps)
         h = frame_dt / n
         iters = 0
         newton0 = self.newton_count
