@@ -215,6 +215,13 @@ QUALITIES: dict[str, dict[str, Any]] = {
     "preview": {"newton_residual": 0.1, "substeps": 1, "newton_iterations": 3,
                 "self_contact_motion": 1.0},
 }
+
+
+def _per_quality(key: str) -> str:
+    """A bundled field's value at each quality, for its doc ("2 at final, 1 at preview")."""
+    return ", ".join(f"{bundle[key]:g} at {name}" for name, bundle in QUALITIES.items())
+
+
 QUALITY_DOCS = {
     "final": "Full accuracy (the default): every step runs its Newton iterations until the "
              "update is small or their cap is reached",
@@ -237,8 +244,8 @@ class SolverSettings:
         "accuracy; preview: cheaper, same strain limit and contacts); an explicit value of "
         "one of them wins; no effect on mass_spring"})
     substeps: int | None = _spec(
-        None, "", "steps per frame; None = model default (implicit: from the quality, 2 at final, "
-        "1 at preview; explicit: automatic stable step)",
+        None, "", "steps per frame; None = model default (implicit: from the quality, "
+        f"{_per_quality('substeps')}; explicit: automatic stable step)",
         1, 100000, integer=True, optional=True)
     integrator: str = field(default="symplectic_euler", metadata={
         "choices": INTEGRATOR_NAMES, "doc": "explicit integrator of the mass_spring model"})
@@ -278,7 +285,7 @@ class SolverSettings:
         "solves (0 = none; see linalg/deflation.py)", 0, 64, integer=True)
     newton_iterations: int | None = _spec(
         None, "", "implicit: most Newton iterations per step (1 = Baraff & Witkin's single "
-        "linearisation); None = from the quality (2 at final, 3 at preview)", 1, 100,
+        f"linearisation); None = from the quality ({_per_quality('newton_iterations')})", 1, 100,
         integer=True, optional=True)
     newton_residual: float | None = _spec(
         None, "", "implicit: after the first Newton iteration of a step, the next run only "
@@ -287,7 +294,8 @@ class SolverSettings:
     self_contact_motion: float | None = _spec(
         None, "", "implicit, with self-collision: more steps per frame while an edge with an end "
         "in cloth-cloth contact moves its ends against each other by more than this fraction of "
-        "its rest length per step; None = from the quality (0.5 at final, 1 at preview)",
+        "its rest length per step; None = from the quality "
+        f"({_per_quality('self_contact_motion')})",
         0.0, 100.0, exclusive_min=True, optional=True)
     newton_tolerance: float = _spec(
         1.0e-3, "", "implicit: Newton stops when its last position update is below this "
