@@ -28,7 +28,9 @@ drawn panels:
   Settings button (docs/ui/take_cloth_modifier.png is its bottom 140 px, the Cloth Solver
   panel);
 - ``performance.png``: the Bake sub-panel's Performance sub-panel opened, Threads Fixed at 2
-  (docs/ui/performance.png is its bottom 130 px).
+  (docs/ui/performance.png is its bottom 130 px);
+- ``steps_preview.png``: the Steps sub-panel opened at Quality Preview, its Custom toggles off:
+  the counts Preview takes, greyed (docs/ui/steps_preview.png is its bottom 106 px).
 
 The pictures in docs/ui/ come from it; docs/ui/sewing.png is its bottom 154 px (the Sewing
 sub-panel alone).
@@ -165,6 +167,15 @@ def steps():
     bpy.utils.register_class(opened)
     yield 1.0
     shot("performance", win, area)
+    bpy.utils.unregister_class(opened)
+    bpy.utils.register_class(panel)
+    cloth.cloth_solver.quality = "PREVIEW"
+    panel = bpy.types.PHYSICS_PT_cloth_solver_quality
+    bpy.utils.unregister_class(panel)
+    opened = type("PHYSICS_PT_cloth_solver_quality_open", (panel,), {"bl_options": set()})
+    bpy.utils.register_class(opened)
+    yield 1.0
+    shot("steps_preview", win, area)
     bpy.utils.unregister_class(opened)
     bpy.utils.register_class(panel)
 
