@@ -263,13 +263,11 @@ def two_domains(asm: Assembly, positions: np.ndarray) -> tuple[np.ndarray, np.nd
     V = len(asm.row_ptr) - 1
     axis = int(np.argmax(np.ptp(positions, axis=0)))
     along = np.argsort(positions[:, axis], kind="stable")
-    rows = np.repeat(np.arange(V), np.diff(asm.row_ptr))
     half = V // 2
     for _ in range(2):  # the second cut moves the median by half the first separator's size,
         label = np.zeros(V, np.int64)  # which the first half gives up: domains of equal size
         label[along[half:]] = 1
-        cut = (label[rows] == 0) & (label[asm.col] == 1)
-        label[rows[cut]] = 2
+        _mark_separator(asm.row_ptr, asm.col, label)
         half = min(V, (V + int(np.count_nonzero(label == 2))) // 2)
     # each domain ends at the separator: the second in reverse order (a twisted factorisation,
     # [vanderVorst1987]); in its own order its first rows, next to the separator, left more of
@@ -286,13 +284,55 @@ def ordered_lower_blocks(asm: Assembly, perm: np.ndarray
     V = len(asm.row_ptr) - 1
     new = np.empty(V, np.int64)
     new[perm] = np.arange(V)
-    rows = new[np.repeat(np.arange(V), np.diff(asm.row_ptr))]
-    cols = new[asm.col]
-    lower = np.flatnonzero(cols < rows)
-    lower = lower[np.lexsort((cols[lower], rows[lower]))]
-    row_ptr = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows[lower], minlength=V), out=row_ptr[1:])
-    return row_ptr, cols[lower].astype(np.int32), lower.astype(np.int64)
+    return _renumbered_lower(asm.row_ptr, asm.col, np.ascontiguousarray(perm, np.int64), new)
+
+
+@njit
+def _mark_separator(row_ptr, col, label):
+    """label (V,) 2 for the rows labelled 0 that the pattern (row_ptr, col) couples to a
+    column labelled 1 (in place; a row's test reads only labels that no row changes)."""
+    for i in range(len(row_ptr) - 1):
+        if label[i] != 0:
+            continue
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            if label[col[p]] == 1:
+                label[i] = 2
+                break
+
+
+@njit
+def _renumbered_lower(row_ptr, col, perm, new):
+    """ordered_lower_blocks row by row: new row i is old row perm[i], its strictly lower
+    blocks (new column < i) in ascending new column (each row's few blocks insertion-sorted,
+    instead of a lexsort over the whole pattern every time a contact set makes a pattern)."""
+    V = len(row_ptr) - 1
+    out_ptr = np.zeros(V + 1, np.int64)
+    for i in range(V):
+        o = perm[i]
+        n = 0
+        for p in range(row_ptr[o], row_ptr[o + 1]):
+            if new[col[p]] < i:
+                n += 1
+        out_ptr[i + 1] = out_ptr[i] + n
+    out_col = np.empty(out_ptr[V], np.int32)
+    source = np.empty(out_ptr[V], np.int64)
+    for i in range(V):
+        o = perm[i]
+        start = out_ptr[i]
+        n = 0
+        for p in range(row_ptr[o], row_ptr[o + 1]):
+            c = new[col[p]]
+            if c >= i:
+                continue
+            k = start + n
+            while k > start and out_col[k - 1] > c:
+                out_col[k] = out_col[k - 1]
+                source[k] = source[k - 1]
+                k -= 1
+            out_col[k] = c
+            source[k] = p
+            n += 1
+    return out_ptr, out_col, source
 
 
 class IncompleteCholesky:

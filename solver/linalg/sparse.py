@@ -312,7 +312,13 @@ def _grouped_couplings(row_ptr, col, points, V):
                     extra[base + n] = j
                     n += 1
         count[i] = n
-        extra[base:base + n] = np.sort(extra[base:base + n])
+        for a in range(base + 1, base + n):  # a row's few new columns, sorted in place
+            j = extra[a]
+            b = a
+            while b > base and extra[b - 1] > j:
+                extra[b] = extra[b - 1]
+                b -= 1
+            extra[b] = j
     out_ptr = np.zeros(V + 1, np.int64)
     for i in range(V):
         out_ptr[i + 1] = out_ptr[i] + row_ptr[i + 1] - row_ptr[i] + count[i]

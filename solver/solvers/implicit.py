@@ -115,6 +115,7 @@ class ImplicitSolver(ClothSolver):
         # against a collider mesh: the points of one cloth triangle or edge): their blocks then
         # go straight into A on the elements' pattern, with its own preconditioner.
         self._in_pattern = False
+        self._buffers: dict[str, np.ndarray] = {}  # _buffer's arrays
 
     def _preconditioner(self, asm, positions):
         """A preconditioner of the settings' kind for the pattern ``asm``; IC(0) is ordered
@@ -123,6 +124,16 @@ class ImplicitSolver(ClothSolver):
         if self._precond_kind is IncompleteCholesky:
             return IncompleteCholesky(asm, self.fixed, positions=positions)
         return self._precond_kind(asm, self.fixed)
+
+    def _buffer(self, name: str, shape: tuple, dtype) -> np.ndarray:
+        """A work array of ``shape`` whose memory is kept for the next call with ``name``
+        (contents undefined): a contact set searched at every step makes matrices of a new
+        size every step, and fresh arrays of megabytes cost their page faults each time."""
+        size = int(np.prod(shape))
+        buf = self._buffers.get(name)
+        if buf is None or buf.dtype != dtype or len(buf) < size:
+            buf = self._buffers[name] = np.empty(size + size // 4, dtype)
+        return buf[:size].reshape(shape)
 
     def _add_mass(self) -> None:
         """A = M + J, with J = −h²·K − h·D (or −τ²·K) from the last evaluation; the
@@ -147,7 +158,10 @@ class ImplicitSolver(ClothSolver):
         before = pc.factorizations
         pc.refresh(F, key, x, self.filt)
         guess = self.dv.copy()
-        blocks = A.astype(self._product_dtype, copy=False)
+        blocks = A
+        if A.dtype != self._product_dtype:
+            blocks = self._buffer("products", A.shape, self._product_dtype)
+            np.copyto(blocks, A, casting="same_kind")
         deflation = self.recycled.deflation(asm, blocks, self.filt)
         args = (asm, blocks, self.rhs, self.filt, self.z, pc, self._weights,
                 st.cg_tolerance, st.cg_max_iterations, self.dv, self._product_dtype, deflation)
@@ -220,8 +234,10 @@ class ImplicitSolver(ClothSolver):
                 for k in ("_first_shift", "_held"):
                     if hasattr(pc, k):
                         setattr(pc, k, getattr(self._extended[3], k))
-            A = np.zeros((len(ext.asm.col), 3, 3), self.A.dtype)
-            F = A if self._factor_input is self.A else np.zeros_like(A)
+            # (filled by _system_with_contacts, which writes every block first)
+            A = self._buffer("extended", (len(ext.asm.col), 3, 3), self.A.dtype)
+            F = A if self._factor_input is self.A \
+                else self._buffer("extended_factor", A.shape, A.dtype)
             self._extended = (every.copy(), ext, slots, pc, A, F)
         self._pair_slots = np.ascontiguousarray(self._extended[2][pairs.rows])
 
