@@ -385,7 +385,7 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             wrapped_label(layout, context, compiling, icon="TIME")
         s = context.object.cloth_solver
         state, text = bake_status.status(context.object, context.scene)
-        if s.role in BAKED_ROLES and state == "NOT_BAKED":
+        if s.role in BAKED_ROLES and state == "NOT_BAKED" and not jobs:  # "Baking" says it
             wrapped_label(layout, context, text, icon="INFO")
         if s.role in BAKED_ROLES and s.is_baked:
             box = layout.box()
@@ -404,7 +404,8 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm")
             box.label(text=f"Intersections: {s.bake_intersections} triangle pairs at most")
         elif scene.last_report:
-            wrapped_label(layout, context, scene.last_report)
+            # the scene's last bake, which may not have included this object: say whose it is
+            wrapped_label(layout, context, f"Last bake: {scene.last_report}")
 
 
 # A label longer than its row is cut in the middle ("Compiling solve…irst bake only)…"), and

@@ -52,6 +52,27 @@ def test_not_baked_then_baked_and_the_bake_and_playback_do_not_outdate_it():
     assert _status(obj)[0] == "BAKED"
 
 
+def test_a_cloth_the_last_bake_left_out_says_whose_bake_the_summary_is_and_baking_hides_not_baked():
+    cloth("Sheet", n=4, pins=[12, 15], frames=(1, 3))
+    assert bpy.ops.cloth_solver.bake() == {"FINISHED"}
+    other = cloth("Other", n=4, pins=[12, 15], frames=(1, 3), location=(3, 0, 0))
+    bpy.context.view_layer.objects.active = other
+    labels = _labels()
+    assert "Not baked" in labels
+    # the scene's summary, wrapped over several labels, is marked as the last bake's
+    assert "Last bake: Baked 1 cloth object(s) (Sheet), frames 1-3" in " ".join(labels)
+    job = addon().cloth_addon.bake.BakeJob(bpy.context)
+    job.start()
+    try:
+        labels = _labels()
+        assert any(text.startswith("Baking frame ") for text in labels), labels
+        assert "Not baked" not in labels  # it is baking
+    finally:
+        job.cancel()
+        assert job.runner.join(timeout=30.0)
+    assert "Not baked" in _labels()
+
+
 def test_a_bake_that_mutes_modifiers_and_creates_a_basis_is_not_outdated_by_itself():
     obj = cloth(n=4, pins=[12, 15], frames=(1, 3))
     mod = obj.modifiers.new("Lift", "DISPLACE")
