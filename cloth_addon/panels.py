@@ -35,10 +35,16 @@ class ClothSolverPanel:
 
 
 def _value(layout, settings, field, heading, toggle=None):
-    """One row: ``heading`` in the label column, [``toggle``] the value, then its unit, like a
-    value Blender shows with its unit ("400 mN·s/m"). No keyframe dot: the bake reads the
-    material once, so an animated value would not animate the cloth."""
-    unit = MATERIAL_DISPLAYS[field].unit
+    """One material row (_unit_row): its display twin, in its display unit."""
+    _unit_row(layout, settings, display_prop_name(field), heading,
+              MATERIAL_DISPLAYS[field].unit, toggle)
+
+
+def _unit_row(layout, settings, name, heading, unit, toggle=None):
+    """One row: ``heading`` in the label column, [``toggle``] the value of ``name``, then its
+    unit, like a value Blender shows with its unit ("400 mN·s/m"); the label stays short enough
+    for the 320 px editor. No keyframe dot: the bake reads these values once, so an animated
+    value would not animate the cloth."""
     split = layout.split(factor=LABEL_FACTOR)
     left = split.row()
     left.alignment = "RIGHT"
@@ -49,7 +55,7 @@ def _value(layout, settings, field, heading, toggle=None):
         row.prop(settings, toggle, text="")
         row = row.row()
         row.active = getattr(settings, toggle)
-    row.prop(settings, display_prop_name(field), text="")
+    row.prop(settings, name, text="")
     sub = row.row()
     sub.ui_units_x = UNIT_WIDTH
     sub.label(text="" if unit == "%" else unit)  # a percentage shows its "%" in the field
@@ -334,20 +340,23 @@ class PHYSICS_PT_cloth_solver_wind(ClothSolverPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
+        layout.use_property_decorate = False  # read once per bake (_unit_row)
         s = context.scene.cloth_solver
         layout.prop(s, "wind_velocity")
         col = layout.column()
-        col.prop(s, "wind_turbulence")
+        # one field width, the unit after the value; m/s and Hz whatever the scene's units,
+        # Gust Size in the scene's (Blender shows them in the field)
+        _unit_row(col, s, "wind_turbulence", "Turbulence", "m/s")
         sub = col.column()
         sub.active = s.wind_turbulence > 0.0
-        sub.prop(s, "wind_scale")
-        sub.prop(s, "wind_frequency")
-        sub.prop(s, "wind_seed")
+        _unit_row(sub, s, "wind_scale", "Gust Size", "")
+        _unit_row(sub, s, "wind_frequency", "Gust Frequency", "Hz")
+        _unit_row(sub, s, "wind_seed", "Seed", "")
         col = layout.column(heading="Force Fields")
-        col.prop(s, "use_force_fields", text="Add Wind, Turbulence")
+        col.prop(s, "use_force_fields", text="Add to Wind")
         sub = col.column()
         sub.active = s.use_force_fields
-        sub.prop(s, "field_speed")
+        _unit_row(sub, s, "field_speed", "Per Strength", "m/s")
 
 
 class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):

@@ -335,7 +335,7 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         **_KNIT,  # ---- yarn (knit swatch) ----
         # ---- collider ----
         "thickness": FloatProperty(
-            name="Thickness (m)", default=_collider_default("thickness"), min=0.0, max=1.0,
+            name="Thickness", default=_collider_default("thickness"), min=0.0, max=1.0,
             precision=4, step=0.1, unit="LENGTH", update=cloth_settings_changed,
             description="Collision margin around the collider's surface (a length in the "
                         "scene's units, like every Blender length)"),
@@ -397,20 +397,20 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
         "frame_end": IntProperty(name="End", default=250, min=1, max=99999,
                                  description="Last frame of the bake"),
         "wind_velocity": FloatVectorProperty(
-            name="Wind (m/s)", size=3, default=tuple(_wind_default("velocity")),
+            name="Wind", size=3, default=tuple(_wind_default("velocity")),
             subtype="VELOCITY", unit="VELOCITY", update=scene_settings_changed,
             description="Steady wind velocity in world space, felt through air drag (a velocity "
                         "in the scene's units, like every Blender velocity)"),
         "wind_turbulence": FloatProperty(
-            name="Turbulence (m/s)", default=_wind_default("turbulence"), min=0.0, max=1000.0,
+            name="Turbulence", default=_wind_default("turbulence"), min=0.0, max=1000.0,
             update=scene_settings_changed,
             description="R.m.s. speed of smooth pseudo-random gusts [m/s]; 0 = steady"),
         "wind_scale": FloatProperty(
-            name="Gust Size (m)", default=_wind_default("turbulence_scale"), min=1e-4,
+            name="Gust Size", default=_wind_default("turbulence_scale"), min=1e-4,
             max=1e4, unit="LENGTH", update=scene_settings_changed,
             description="Spatial size of the gusts (a length in the scene's units)"),
         "wind_frequency": FloatProperty(
-            name="Gust Frequency (Hz)", default=_wind_default("turbulence_frequency"), min=0.0,
+            name="Gust Frequency", default=_wind_default("turbulence_frequency"), min=0.0,
             max=1e3, update=scene_settings_changed, description="How fast the gusts change [Hz]"),
         "wind_seed": IntProperty(name="Seed", default=_wind_default("seed"), min=0,
                                  update=scene_settings_changed,
@@ -420,7 +420,7 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
             description="Wind and Turbulence force fields in the scene add to this wind "
                         "(docs/user-guide.md, \"Force fields → wind\")"),
         "field_speed": FloatProperty(
-            name="Speed per Strength (m/s)", default=0.01, min=0.0, max=1e3, precision=4,
+            name="Speed per Strength", default=0.01, min=0.0, max=1e3, precision=4,
             update=scene_settings_changed,
             description="Air speed [m/s] that one unit of a force field's Strength stands for "
                         "(Blender's strength has no physical unit; 1000 = 10 m/s by default)"),
