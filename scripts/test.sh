@@ -10,11 +10,13 @@ bash scripts/setup.sh
 bash scripts/setup_blenders.sh
 bash scripts/setup_debian_blender.sh
 mkdir -p .cache/test-logs
-# The Python 3.11 suites, which share numba's cache and the add-on's copy
-# (tests/blender/conftest.py), run one after the other with their output as it comes, beside the
-# Python 3.13 suite (its own cache; its output is printed when it ends): most tests use one core
-# of two. Then Debian's suite runs alone. Simulation-heavy Blender tests (marked
-# `physics`) run in Blender 5.0 and 3.4 only; the API tests run in every Blender.
+# Two lanes side by side, as most tests use one core of two. Lane 1: the Python 3.11 suites,
+# which share numba's cache and the add-on's copy (tests/blender/conftest.py), one after the
+# other, their output shown as it comes. Lane 2: the Python 3.13 suite, then Debian's (each its
+# own cache and copy), printed when they end. Debian's tests that drive a window under Xvfb
+# (marked `window`) check what a live bake shows while it runs, and a busy machine can let the
+# bake finish before the window looks: they run last, alone. Simulation-heavy Blender tests
+# (marked `physics`) run in Blender 5.0 and 3.4 only; the API tests run in every Blender.
 suite() {  # name, log file, command...
     local name=$1 log=$2
     shift 2
@@ -23,10 +25,21 @@ suite() {  # name, log file, command...
 }
 L=.cache/test-logs
 rm -f "$L"/*
-for n in 1 2 3 4; do : >"$L/$n"; done
-suite "Blender tests in Blender 5.2 LTS (bpy wheel, Python 3.13)" "$L/3" \
-    env NUMBA_CACHE_DIR="$PWD/.cache/numba-py313" CLOTH_SOLVER_TESTS_PHYSICS=0 \
-    .venv-bpy52/bin/python -m pytest tests/blender -p no:cacheprovider "$@" &
+for n in 1 2 3 4 5; do : >"$L/$n"; done
+extra=("$@")
+debian="$(blender --version 2>/dev/null | head -1)"
+debian_suite() {  # log file, marker expression, what runs
+    suite "Blender tests in $debian$3 (blender -b, pytest-blender)" "$1" \
+        env NUMBA_CACHE_DIR="$PWD/.cache/numba-debian" .venv-blender/bin/pytest \
+        tests/blender --blender-executable "$(command -v blender)" -p no:cacheprovider \
+        -m "$2" ${extra[@]+"${extra[@]}"} -- --factory-startup
+}
+(
+    suite "Blender tests in Blender 5.2 LTS (bpy wheel, Python 3.13)" "$L/3" \
+        env NUMBA_CACHE_DIR="$PWD/.cache/numba-py313" CLOTH_SOLVER_TESTS_PHYSICS=0 \
+        .venv-bpy52/bin/python -m pytest tests/blender -p no:cacheprovider "$@"
+    debian_suite "$L/4" "not window" ""
+) &
 other=$!
 for n in 1 2; do
     if [ $n = 1 ]; then
@@ -42,17 +55,12 @@ for n in 1 2; do
     wait $! || true
 done
 wait $other || true
-cat "$L/3"
-# Debian's suite alone: its tests with a window under Xvfb check what a live bake shows while
-# it runs, and a busy machine can let the bake finish before the window looks.
-suite "Blender tests in $(blender --version 2>/dev/null | head -1) (blender -b, pytest-blender)" \
-    "$L/4" env NUMBA_CACHE_DIR="$PWD/.cache/numba-debian" .venv-blender/bin/pytest \
-    tests/blender --blender-executable "$(command -v blender)" -p no:cacheprovider "$@" \
-    -- --factory-startup &
-tail -n +1 --pid=$! -f "$L/4"
+cat "$L/3" "$L/4"
+debian_suite "$L/5" window ", in a window under Xvfb" &
+tail -n +1 --pid=$! -f "$L/5"
 wait $! || true
 failed=()
-for n in 1 2 3 4; do
+for n in 1 2 3 4 5; do
     if [ "$(cat "$L/$n.status" 2>/dev/null)" != ok ]; then failed+=("$(head -1 "$L/$n" | cut -c4-)"); fi
 done
 if [ ${#failed[@]} -gt 0 ]; then

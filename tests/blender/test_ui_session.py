@@ -20,9 +20,9 @@ from scenes import cloth
 
 HERE = Path(__file__).resolve().parent
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.window, pytest.mark.skipif(
     not bpy.app.binary_path or bpy.app.version >= (4, 2, 0) or not shutil.which("xvfb-run"),
-    reason="runs Debian's blender with a window under Xvfb (xvfb-run) with the legacy add-on")
+    reason="runs Debian's blender with a window under Xvfb (xvfb-run) with the legacy add-on")]
 
 
 def _scene(tmp_path) -> Path:

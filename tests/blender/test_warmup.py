@@ -76,6 +76,7 @@ def test_warmup_runs_once_a_bake_stops_it_and_a_finished_one_is_not_run_again(wa
     assert warmup._process is None
 
 
+@pytest.mark.window
 @pytest.mark.skipif(
     not bpy.app.binary_path or bpy.app.version >= (4, 2, 0) or not shutil.which("xvfb-run"),
     reason="runs Debian's blender with a window under Xvfb (xvfb-run) with the legacy add-on")
