@@ -108,7 +108,7 @@ class ImplicitSolver(ClothSolver):
         self._pair_H = None
         self._pressing = 0  # pairs pressing (d < d̂) at the last evaluation
         self._colliders_end = None  # (end positions, velocities) of the collider points
-        # (the set's pairs, ExtendedPattern, preconditioner, A, its matrix)
+        # (the set's pairs, ExtendedPattern, their slots (S, 16), preconditioner, A, its matrix)
         self._extended = None
         self._pair_slots = None  # the step's pairs' slots in it (K, 16)
         # True when the step's pairs couple only points the elements already couple (cloth
@@ -183,7 +183,7 @@ class ImplicitSolver(ClothSolver):
         by the pairs' couplings with their blocks added (forces/contact.py)."""
         if self._pairs is None or self._in_pattern:  # (pair blocks, if any, added in _add_mass)
             return self.system.asm, self.A, self._factor_input, self.precond
-        _, ext, pc, A, F = self._extended
+        _, ext, _, pc, A, F = self._extended
         pairs, slots = self._pairs, self._pair_slots
         scatter_blocks(self.A, ext.base_slot, A)
         add_pair_blocks(slots, pairs.w, self._pair_H, A)
@@ -228,19 +228,18 @@ class ImplicitSolver(ClothSolver):
         every = self.contact_state.idx
         if self._extended is None or not np.array_equal(self._extended[0], every):
             ext = extend_pattern(self.system.asm, every)
+            slots = ext.slots(every)
             pc = self._preconditioner(ext.asm, self.x)
             if self._extended is not None:  # a factor's shift carries over (IC(0): SHIFT_HOLD)
                 for k in ("_first_shift", "_held"):
                     if hasattr(pc, k):
-                        setattr(pc, k, getattr(self._extended[2], k))
+                        setattr(pc, k, getattr(self._extended[3], k))
             # (filled by _system_with_contacts, which writes every block first)
             A = self._buffer("extended", (len(ext.asm.col), 3, 3), self.A.dtype)
             F = A if self._factor_input is self.A \
                 else self._buffer("extended_factor", A.shape, A.dtype)
-            self._extended = (every.copy(), ext, pc, A, F)
-        # slots of the step's pairs only (pairs.idx is the set's rows pairs.rows): the set is
-        # searched at every step on sliding cloth, and most of its pairs are out of reach
-        self._pair_slots = self._extended[1].slots(pairs.idx)
+            self._extended = (every.copy(), ext, slots, pc, A, F)
+        self._pair_slots = np.ascontiguousarray(self._extended[2][pairs.rows])
 
     def shielded(self, contacts) -> np.ndarray:
         """(K,) True for the collider contacts (constraints.ContactSet) of vertices that lie on
