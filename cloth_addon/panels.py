@@ -273,7 +273,7 @@ class PHYSICS_PT_cloth_solver_sewing(ClothSolverPanel, bpy.types.Panel):
         s = context.object.cloth_solver
         layout.active = s.use_sewing
         _field(layout, s, "seam_force")
-        layout.label(text="Seams: the mesh's loose edges")
+        layout.label(text="Seams: the mesh's loose edges", icon="INFO")  # a hint, as the others
         layout.prop(s, "sew_to")
         row = layout.row()
         row.active = s.sew_to is not None
