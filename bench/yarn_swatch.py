@@ -12,7 +12,8 @@ what a frame costs.
 With ``--baseline TREE`` (a checkout of an older commit, e.g. ``git worktree add``), each of
 ``--repeat`` rounds runs the baseline's own ``bench/yarn_swatch.py`` and then this one, each in
 a fresh process, one after the other: on a shared machine only such interleaved runs compare
-(docs/yarn.md). ``--json`` writes every run and the medians and their ratio.
+(docs/yarn.md). ``--json`` writes every run, the medians and their ratio, and how far apart the
+two trees' points end (the last round's).
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_swatch.py --sizes 32 --courses 42 --frames 3
 """
@@ -106,24 +107,40 @@ def _line(r: dict) -> str:
             f"closest {r['closest_diameters']:.2f} D")
 
 
-# What a fresh process runs in a tree: that tree's own ``run`` (older trees have it too)
+# What a fresh process runs in a tree: that tree's own ``run`` (older trees have it too), each
+# size's last positions kept (from the Simulation it makes) to compare the trees' results
 _ROUND = """
 import json, sys
+import numpy as np
 sys.path.insert(0, "bench")
 import yarn_swatch
+import solver.simulation as simulation
+made = []
+_init = simulation.Simulation.__init__
+def init(self, *a, **k):
+    _init(self, *a, **k)
+    made.append(self)
+simulation.Simulation.__init__ = init
 yarn_swatch.run(3, 1)
-rows = [yarn_swatch.run(n, {frames}, courses={courses}) for n in {sizes}]
+rows = []
+for i, n in enumerate({sizes}):
+    rows.append(yarn_swatch.run(n, {frames}, courses={courses}))
+    np.save({out!r} + f".{{i}}.npy", made[-1].solver.x)
 open({out!r}, "w").write(json.dumps(rows))
 """
 
 
-def _subprocess(tree: Path, sizes: list[int], frames: int, courses: int | None) -> list[dict]:
-    """Run ``tree``'s ``run`` for ``sizes`` in a fresh process; its rows."""
+def _subprocess(tree: Path, sizes: list[int], frames: int, courses: int | None):
+    """Run ``tree``'s ``run`` for ``sizes`` in a fresh process; (its rows, each size's
+    positions at the end (P, 3) [m])."""
+    import numpy as np
+
     with tempfile.TemporaryDirectory() as tmp:
         out = str(Path(tmp) / "rows.json")
         code = _ROUND.format(frames=frames, courses=courses, sizes=sizes, out=out)
         subprocess.run([sys.executable, "-c", code], check=True, cwd=tree)
-        return json.loads(Path(out).read_text())
+        return (json.loads(Path(out).read_text()),
+                [np.load(f"{out}.{i}.npy") for i in range(len(sizes))])
 
 
 def main() -> None:
@@ -138,11 +155,14 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write every run, medians and ratios here")
     args = ap.parse_args()
     if args.baseline is not None:
+        import numpy as np
+
         here = Path(__file__).resolve().parent.parent
         runs = {"baseline": [], "this": []}
+        last = {}
         for k in range(args.repeat):
             for name, tree in (("baseline", args.baseline.resolve()), ("this", here)):
-                rows = _subprocess(tree, args.sizes, args.frames, args.courses)
+                rows, last[name] = _subprocess(tree, args.sizes, args.frames, args.courses)
                 runs[name].append(rows)
                 for r in rows:
                     print(f"round {k + 1} {name:>8}: {_line(r)}", flush=True)
@@ -150,15 +170,26 @@ def main() -> None:
         for i, n in enumerate(args.sizes):
             med = {name: statistics.median(rows[i]["frame_s"] for rows in runs[name])
                    for name in runs}
+            # CPU time follows the work done more closely than the wall on a shared machine
+            cpu = {name: statistics.median(rows[i]["frame_cpu_s"] for rows in runs[name])
+                   for name in runs}
+            # how far this tree's result lies from the baseline's after the frames [m]
+            apart = np.linalg.norm(last["this"][i] - last["baseline"][i], axis=1)
             summary[f"{n}x{args.courses or n}"] = {
                 "baseline_frame_s": med["baseline"], "frame_s": med["this"],
                 "ratio": med["this"] / med["baseline"],
+                "frame_cpu_s": cpu["this"], "baseline_frame_cpu_s": cpu["baseline"],
+                "cpu_ratio": cpu["this"] / cpu["baseline"],
                 "frame_s_runs": [rows[i]["frame_s"] for rows in runs["this"]],
                 "baseline_frame_s_runs": [rows[i]["frame_s"] for rows in runs["baseline"]],
                 "steps_per_frame": runs["this"][0][i]["steps_per_frame"],
+                "baseline_steps_per_frame": runs["baseline"][0][i]["steps_per_frame"],
+                "apart_mean_m": float(apart.mean()), "apart_max_m": float(apart.max()),
                 "load": os.getloadavg()}
             print(f"{n} x {args.courses or n}: {med['this']:.2f} s/frame against "
-                  f"{med['baseline']:.2f} s ({med['this'] / med['baseline']:.2f}x)")
+                  f"{med['baseline']:.2f} s ({med['this'] / med['baseline']:.2f}x; CPU "
+                  f"{cpu['this'] / cpu['baseline']:.2f}x); the points "
+                  f"{1e3 * apart.mean():.2f} mm apart on average, {1e3 * apart.max():.2f} at most")
         save_json(args.json, {"runs": runs, "sizes": summary,
                               "threads": os.environ.get("NUMBA_NUM_THREADS")})
         return

@@ -308,7 +308,7 @@ class SolverSettings:
         exclusive_min=True)
     time_step: float | None = _spec(
         None, "s", "yarn: the longest step; shorter where the yarn contact needs it (None = "
-        "1/9600 s, a whole number of steps per frame at 24, 25 and 30 fps)", 0.0, 1.0e-2,
+        "1/4800 s, a whole number of steps per frame at 24, 25 and 30 fps)", 0.0, 1.0e-2,
         exclusive_min=True, optional=True)
 
     @classmethod

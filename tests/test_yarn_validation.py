@@ -80,8 +80,9 @@ def test_a_hanging_rib_is_converged_in_the_step(relaxed):
         sim = swatch_solver(sw, rel, gravity=(0.0, -9.81, 0.0), pins=sw.top_course, time_step=h)
         sim.advance(0.05)
         out.append(sim.x)
-    # measured 0.26 mm apart on average
-    assert np.linalg.norm(out[0] - out[1], axis=1).mean() < 0.4e-3
+    # measured 0.03 mm apart on average (0.06 mm from h/4); with the filter's shares
+    # exp(−h·μ) the old step and its half ended 0.32 mm apart (docs/tried-and-dropped.md)
+    assert np.linalg.norm(out[0] - out[1], axis=1).mean() < 0.1e-3
 
 
 @pytest.mark.parametrize("pattern", ["stockinette", "rib2x2", "garter", "seed"])

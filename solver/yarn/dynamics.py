@@ -33,7 +33,7 @@ guarantee, not a heuristic: points move linearly within a step, so two segments'
 any moment of it is at least (d₀ + d₁)/2 − δ > 0 for end distances d₀, d₁ ≥ g and moves δ < g:
 no yarn passes through another.
 
-Step length: at most the settings' ``time_step`` (1/9600 s), and, where the contact is stiffer,
+Step length: at most the settings' ``time_step`` (1/4800 s), and, where the contact is stiffer,
 the longest of h·2^(−j/8) within 0.71 of symplectic Euler's stability limit 2/ω_max of the
 explicit contact (ω_max estimated by stability.ContactFrequency); the steps of a frame are
 equal so that none is cut to a sliver to land on the frame (``step_toward``).
@@ -62,8 +62,10 @@ from .rods import frame_turn_force, Segments, project_lengths, rest_bending_forc
 from .stability import ContactFrequency, contact_springs
 
 # The longest step where the settings give none: a whole number of steps per frame at 24, 25
-# and 30 fps (400, 384, 320); the contact shortens it in a tight knit (docs/yarn.md, "Speed").
-DEFAULT_TIME_STEP = 1.0 / 9600.0
+# and 30 fps (200, 192, 160); the contact shortens it in a tight knit. A hanging rib ends a
+# second at it and at half of it within about a millimetre (docs/yarn.md, "At rest and
+# hanging": the step-convergence check that chose it).
+DEFAULT_TIME_STEP = 1.0 / 4800.0
 # Kaldor's step, to which his per-step filter strengths α refer (Table 4.1, 4.2).
 KALDOR_STEP = 1.0 / 11800.0
 # Contact samples per segment (Kaldor: 10–20 per spline segment, which is three of ours).

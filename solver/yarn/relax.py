@@ -31,12 +31,15 @@ from .. import threads
 from ..params import SolverSettings
 from ..spec import YarnSetup
 from .colliders import YarnColliders
-from .dynamics import DEFAULT_TIME_STEP, StepStats, Stepping, YarnSolver
+from .dynamics import StepStats, Stepping, YarnSolver
 from .model import build_yarn_model
 from .rods import rest_curvature
 from .stitches import Swatch
 
 KALDOR_SHRINK = 0.935
+# The longest step of both phases [s], whatever the simulation's: the rest state is the same
+# at every Time Step (Kaldor's relaxation with its stiff linear yarns was measured at it).
+RELAX_STEP = 1.0 / 9600.0
 # Kaldor's relaxation: linear yarns of EA [N], viscous damping [1/s], his proportional filter's
 # α per 1/11800 s, bending at this share of the yarn's.
 RELAX_AXIAL_STIFFNESS = 1.0
@@ -69,7 +72,7 @@ class Relaxed:
 
 def relax_setup(setup: YarnSetup, duration: float = 0.02, shrink: float = KALDOR_SHRINK,
                 ramp: float = 0.5, settle: float = 0.1, settle_damping: float = SETTLE_DAMPING,
-                time_step: float = DEFAULT_TIME_STEP) -> tuple[YarnSetup, Relaxed]:
+                time_step: float = RELAX_STEP) -> tuple[YarnSetup, Relaxed]:
     """Relax ``setup`` (no gravity; pins and colliders left out) and return it at rest, the
     middle of its bounding box where the setup's was.
 
@@ -172,7 +175,7 @@ def build_solver(spec) -> YarnSolver:
     its model built and its colliders read for the spec's frames. ValueError
     (model.YarnSetupError) naming what cannot be simulated."""
     setup = spec.cloth
-    step = spec.settings.time_step or DEFAULT_TIME_STEP
+    step = min(spec.settings.time_step or RELAX_STEP, RELAX_STEP)
     if setup.relax > 0.0:
         setup = relax_setup(setup, duration=setup.relax, settle=SETTLE_PER_RELAX * setup.relax,
                             time_step=step)[0]
