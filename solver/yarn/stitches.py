@@ -278,6 +278,106 @@ def _blended_sign(sigma: np.ndarray, w: float, x: np.ndarray) -> tuple[np.ndarra
     return sigma[stitch] + (sigma[other] - sigma[stitch]) * blend, stitch
 
 
+def _loop_profile(n: int) -> tuple[np.ndarray, ...]:
+    """One loop's shape at its n (N,) parameters t ∈ [−π, π) (sinker first): t, cos t, the
+    sign blend toward the neighbour (0 at the head, ½ at the sinker), which neighbour the
+    sinker meets (±1), the depth's dive, the head's share of the depth (0 below the neck, 1
+    above the sides) and the legs' swing a (x = t + a·sin 2t); all dimensionless (N,)."""
+    t = -np.pi + 2.0 * np.pi * np.arange(n) / n           # one loop, sinker first
+    c = np.cos(t)
+    blend = 0.5 * (np.abs(t) / np.pi) ** 4                # 0 at the head, ½ at the sinker
+    side = np.where(t >= 0, 1, -1)                        # which neighbour the sinker meets
+    # depth profile: in front of the fabric's mid-plane from the neck (cos t = −½) up to the
+    # head's sides (cos t = ½), diving behind it over the head's top and over the sinker
+    dive = np.cos(2 * np.pi * np.maximum(0.0, np.abs(c) - 0.5))
+    u = np.clip(c + 0.5, 0.0, 1.0)
+    upper = u * u * (3 - 2 * u)                           # 0 below the neck, 1 above the sides
+    swing = _HEAD_WIDTH + (_NECK - _HEAD_WIDTH) * (1 - c) / 2
+    return t, c, blend, side, dive, upper, swing
+
+
+def _course(j: int, sigma: np.ndarray, w: float, H: float, h: float, depth: float,
+            profile: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Course j's yarn: its points (stitches·n + 1 (+ _TURN_POINTS unless last), 3) [m],
+    loops in stitch order (reversed on odd courses, which run right to left), the closing
+    sinker at the far edge and the half-loop up to the next course (its depth 0, set by
+    ``_join_turns``); and each point's loop index. sigma (C, S) ±1 knit/purl; w, H, h [m]
+    stitch width, course height, loop reach; depth [m] the loop's z amplitude."""
+    courses, stitches = sigma.shape
+    t, c, blend, side, dive, upper, swing = profile
+    n = len(t)
+    above = sigma[j + 1] if j + 1 < courses else sigma[j]
+    pts = np.empty((stitches, n, 3))
+    for i in range(stitches):
+        nb = np.clip(i + side, 0, stitches - 1)
+        s_self = sigma[j, i] + (sigma[j, nb] - sigma[j, i]) * blend
+        s_above = above[i] + (above[nb] - above[i]) * blend
+        pts[i, :, 0] = w * (i + 0.5 + (t + swing * np.sin(2 * t)) / (2 * np.pi))
+        pts[i, :, 1] = j * H + h * c
+        pts[i, :, 2] = depth * dive * (s_self * (1 - upper) + s_above * upper)
+    course = pts.reshape(-1, 3)
+    # the course's closing sinker point at its far edge
+    end = course[0].copy()
+    end[0] = stitches * w
+    course = np.vstack([course, end[None]])
+    loop = np.concatenate([np.repeat(np.arange(stitches), n), [stitches - 1]]) + j * stitches
+    if j % 2 == 1:
+        course = course[::-1].copy()
+        loop = loop[::-1]
+    if j + 1 < courses:
+        # half-loop up to the next course, bulging out of the swatch on the side it ends
+        edge_x = course[-1, 0]
+        out = 1.0 if edge_x > 0.5 * stitches * w else -1.0
+        phi = np.pi * np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
+        turn = np.empty((_TURN_POINTS, 3))
+        turn[:, 0] = edge_x + out * _TURN_BULGE * w * np.sin(phi)
+        turn[:, 1] = course[-1, 1] + H * (1 - np.cos(phi)) / 2
+        turn[:, 2] = 0.0  # set by _join_turns, once the next course's first point is known
+        course = np.vstack([course, turn])
+        loop = np.concatenate([loop, np.full(_TURN_POINTS, loop[-1])])
+    return course, loop
+
+
+def _join_turns(rows: list[np.ndarray]) -> None:
+    """Set each course's half-loop depth [m] (in place, rows: each course's (N_j, 3) points)
+    linearly from its course's last point to the next course's first."""
+    frac = np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
+    for j in range(len(rows) - 1):
+        z0, z1 = rows[j][-_TURN_POINTS - 1, 2], rows[j + 1][0, 2]
+        rows[j][-_TURN_POINTS:, 2] = z0 + (z1 - z0) * frac
+
+
+def _nearest_tie(positions: np.ndarray, end: int, a: int, b: int) -> tuple[int, int]:
+    """The tie (end, nearest) of point ``end`` to the nearest point of positions[a:b] (P, 3)."""
+    return end, a + int(np.argmin(np.linalg.norm(positions[a:b] - positions[end], axis=1)))
+
+
+def _edge_yarns(sigma: np.ndarray, w: float, H: float, h: float, depth: float, radius: float,
+                n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cast-on and bind-off yarns of a swatch with signs sigma (C, S) (module docstring):
+    their points (M, 3) [m] each and each point's stitch (M,) within its course (first course
+    for the cast-on, last for the bind-off); w, H, h, depth, radius [m] as in ``_course``,
+    n points per stitch."""
+    courses, stitches = sigma.shape
+    m = stitches * n + 1
+    xs = w * np.arange(m) / n
+    u = np.abs(np.mod(xs / w, 1.0) - 0.5)
+    # the cast-on's half-loops: the heads of a course below the first, their tops behind
+    # its loops' legs above their necks, their sides in front of its feet below them,
+    # dipping below its sinkers between the stitches
+    top, bottom = -H + h, -h - _CAST_ON_DIP * radius
+    low, stitch = _edge_yarn(
+        sigma[0], w, top + (bottom - top) * np.interp(u, _CAST_ON_U, _CAST_ON_DROP),
+        -depth * np.interp(u, _CAST_ON_U, _CAST_ON_DEPTH), xs)
+    # the bind-off: through the last course's heads as a needle through live stitches
+    high = np.stack([xs, np.full(m, (courses - 1) * H + _BIND_OFF_HEIGHT * h),
+                     depth * _needle(xs, w, sigma[-1])], axis=1)
+    stitch_top = np.clip(np.floor(xs / w).astype(np.int64), 0, stitches - 1)
+    # both end a sixth of a stitch inside the swatch's sides, clear of the courses' ends
+    keep = slice(n // 6, m - n // 6)
+    return low[keep], stitch[keep], high[keep], stitch_top[keep]
+
+
 def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
                 course_height: float, radius: float, points_per_stitch: int = 12,
                 edges: bool = True) -> Swatch:
@@ -312,90 +412,27 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
     h = H / _LOOP_REACH
     depth = _DEPTH * radius
     n = points_per_stitch
-    t = -np.pi + 2.0 * np.pi * np.arange(n) / n           # one loop, sinker first
-    c = np.cos(t)
-    blend = 0.5 * (np.abs(t) / np.pi) ** 4                # 0 at the head, ½ at the sinker
-    side = np.where(t >= 0, 1, -1)                        # which neighbour the sinker meets
-    # depth profile: in front of the fabric's mid-plane from the neck (cos t = −½) up to the
-    # head's sides (cos t = ½), diving behind it over the head's top and over the sinker
-    dive = np.cos(2 * np.pi * np.maximum(0.0, np.abs(c) - 0.5))
-    u = np.clip(c + 0.5, 0.0, 1.0)
-    upper = u * u * (3 - 2 * u)                           # 0 below the neck, 1 above the sides
-    swing = _HEAD_WIDTH + (_NECK - _HEAD_WIDTH) * (1 - c) / 2
-
+    profile = _loop_profile(n)
     rows, loop_rows, course_points = [], [], [0]
     for j in range(courses):
-        above = sigma[j + 1] if j + 1 < courses else sigma[j]
-        pts = np.empty((stitches, n, 3))
-        for i in range(stitches):
-            nb = np.clip(i + side, 0, stitches - 1)
-            s_self = sigma[j, i] + (sigma[j, nb] - sigma[j, i]) * blend
-            s_above = above[i] + (above[nb] - above[i]) * blend
-            pts[i, :, 0] = w * (i + 0.5 + (t + swing * np.sin(2 * t)) / (2 * np.pi))
-            pts[i, :, 1] = j * H + h * c
-            pts[i, :, 2] = depth * dive * (s_self * (1 - upper) + s_above * upper)
-        course = pts.reshape(-1, 3)
-        # the course's closing sinker point at its far edge
-        end = course[0].copy()
-        end[0] = stitches * w
-        course = np.vstack([course, end[None]])
-        loop = np.concatenate([np.repeat(np.arange(stitches), n), [stitches - 1]]) + j * stitches
-        if j % 2 == 1:
-            course = course[::-1].copy()
-            loop = loop[::-1]
-        if j + 1 < courses:
-            # half-loop up to the next course, bulging out of the swatch on the side it ends
-            edge_x = course[-1, 0]
-            out = 1.0 if edge_x > 0.5 * stitches * w else -1.0
-            phi = np.pi * np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
-            turn = np.empty((_TURN_POINTS, 3))
-            turn[:, 0] = edge_x + out * _TURN_BULGE * w * np.sin(phi)
-            turn[:, 1] = course[-1, 1] + H * (1 - np.cos(phi)) / 2
-            turn[:, 2] = 0.0  # set below, once the next course's first point is known
-            course = np.vstack([course, turn])
-            loop = np.concatenate([loop, np.full(_TURN_POINTS, loop[-1])])
+        course, loop = _course(j, sigma, w, H, h, depth, profile)
         rows.append(course)
         loop_rows.append(loop)
         course_points.append(course_points[-1] + len(course))
-    # Each half-loop's depth goes linearly from its course's last point to the next's first.
-    frac = np.arange(1, _TURN_POINTS + 1) / (_TURN_POINTS + 1)
-    for j in range(courses - 1):
-        z0, z1 = rows[j][-_TURN_POINTS - 1, 2], rows[j + 1][0, 2]
-        rows[j][-_TURN_POINTS:, 2] = z0 + (z1 - z0) * frac
+    _join_turns(rows)
     positions = np.vstack(rows)
     ties = []
-
-    def glue(end, a, b):
-        """Tie point ``end`` to the nearest point of positions[a:b]."""
-        near = a + int(np.argmin(np.linalg.norm(positions[a:b] - positions[end], axis=1)))
-        ties.append((end, near))
-
     if courses > 1:
         # the tail (first point, course 0) and the end (last point, last course) to the
         # nearest point of the course next to them
-        glue(0, course_points[1], course_points[2])
-        glue(len(positions) - 1, course_points[-3], course_points[-2])
+        ties.append(_nearest_tie(positions, 0, course_points[1], course_points[2]))
+        ties.append(_nearest_tie(positions, len(positions) - 1, course_points[-3],
+                                 course_points[-2]))
     loops = np.concatenate(loop_rows).astype(np.int64)
     offsets = [0, len(positions)]
     cast_on = bind_off = np.zeros(0, np.int64)
     if edges:
-        m = stitches * n + 1
-        xs = w * np.arange(m) / n
-        u = np.abs(np.mod(xs / w, 1.0) - 0.5)
-        # the cast-on's half-loops: the heads of a course below the first, their tops behind
-        # its loops' legs above their necks, their sides in front of its feet below them,
-        # dipping below its sinkers between the stitches
-        top, bottom = -H + h, -h - _CAST_ON_DIP * radius
-        low, stitch = _edge_yarn(
-            sigma[0], w, top + (bottom - top) * np.interp(u, _CAST_ON_U, _CAST_ON_DROP),
-            -depth * np.interp(u, _CAST_ON_U, _CAST_ON_DEPTH), xs)
-        # the bind-off: through the last course's heads as a needle through live stitches
-        high = np.stack([xs, np.full(m, (courses - 1) * H + _BIND_OFF_HEIGHT * h),
-                         depth * _needle(xs, w, sigma[-1])], axis=1)
-        stitch_top = np.clip(np.floor(xs / w).astype(np.int64), 0, stitches - 1)
-        # both end a sixth of a stitch inside the swatch's sides, clear of the courses' ends
-        keep = slice(n // 6, m - n // 6)
-        low, stitch, high, stitch_top = low[keep], stitch[keep], high[keep], stitch_top[keep]
+        low, stitch, high, stitch_top = _edge_yarns(sigma, w, H, h, depth, radius, n)
         m = len(low)
         cast_on = np.arange(len(positions), len(positions) + m)
         bind_off = np.arange(len(positions) + m, len(positions) + 2 * m)
@@ -403,8 +440,8 @@ def knit_swatch(pattern: str, stitches: int, courses: int, stitch_width: float,
         loops = np.concatenate([loops, stitch, (courses - 1) * stitches + stitch_top])
         offsets += [bind_off[0], len(positions)]
         for yarn, (a, b) in ((cast_on, course_points[:2]), (bind_off, course_points[-2:])):
-            glue(yarn[0], a, b)
-            glue(yarn[-1], a, b)
+            ties.append(_nearest_tie(positions, yarn[0], a, b))
+            ties.append(_nearest_tie(positions, yarn[-1], a, b))
     return Swatch(positions=positions, yarn_offsets=np.array(offsets, np.int64),
                   radius=float(radius), purl=purl, stitch_width=w, course_height=H,
                   course_points=np.array(course_points, np.int64), loops=loops,
