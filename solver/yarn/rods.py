@@ -247,6 +247,150 @@ def _thomas_solve(off, cp, inv_den, r):
 
 
 @njit(parallel=True)
+def _segment_constraints(x, seg, target, compliance, lam, e, viol, rhs):
+    """Each segment's constraint at x (P, 3) [m]: its gradient direction e (S, 3) = e_k/ℓ_k
+    [1], relative violation viol (S,) = |C_k|/ℓ_k and right-hand side rhs (S,) = −C_k −
+    compliance_k·λ_k [m], with C_k = (|e_k|² − ℓ_k²)/(2ℓ_k), ℓ = target (S,) [m]."""
+    for k in prange(seg.shape[0]):
+        a = seg[k, 0]
+        b = seg[k, 1]
+        l0 = target[k]
+        e0 = x[b, 0] - x[a, 0]
+        e1 = x[b, 1] - x[a, 1]
+        e2 = x[b, 2] - x[a, 2]
+        e[k, 0] = e0 / l0
+        e[k, 1] = e1 / l0
+        e[k, 2] = e2 / l0
+        c = (e0 * e0 + e1 * e1 + e2 * e2 - l0 * l0) / (2.0 * l0)
+        viol[k] = abs(c) / l0
+        rhs[k] = -c - compliance[k] * lam[k]
+
+
+@njit
+def _tie_constraints(x, ties, tie_len, length0, tie_e, tie_c, worst):
+    """Each tie's gradient direction tie_e (T, 3) and constraint tie_c (T,) [m] at x (P, 3),
+    as _segment_constraints' for a tie of length tie_len (T,) [m]. Returns ``worst`` raised to
+    the ties' relative violations (relative to their length, at least length0 [m])."""
+    for t in range(ties.shape[0]):
+        a = ties[t, 0]
+        b = ties[t, 1]
+        length = max(tie_len[t], 1e-12)
+        dd = 0.0
+        for r in range(3):
+            tie_e[t, r] = (x[b, r] - x[a, r]) / length
+            dd += (x[b, r] - x[a, r]) ** 2
+        tie_c[t] = (dd - length * length) / (2.0 * length)
+        worst = max(worst, abs(np.sqrt(dd) - tie_len[t]) / max(tie_len[t], length0))
+    return worst
+
+
+@njit(parallel=True)
+def _segment_matrix(seg, inv_mass, compliance, e, diag, off, rhs):
+    """The segments' tridiagonal matrix ∇C·M⁻¹·∇Cᵀ + diag(compliance) [1/kg]:
+    diag (S,), off (S,) coupling k and k + 1 where they share a point; a segment with both
+    ends pinned gets diag 1 and rhs 0 (nothing can move)."""
+    S = seg.shape[0]
+    for k in prange(S):
+        a = seg[k, 0]
+        b = seg[k, 1]
+        g2 = e[k, 0] ** 2 + e[k, 1] ** 2 + e[k, 2] ** 2
+        diag[k] = (inv_mass[a] + inv_mass[b]) * g2 + compliance[k]
+        if diag[k] <= 0.0:
+            diag[k] = 1.0  # both ends pinned: nothing can move, δλ = rhs (times zero mass)
+            rhs[k] = 0.0
+        off[k] = 0.0
+        if k + 1 < S and seg[k + 1, 0] == b:
+            # ∇C_k at b is +e_k, ∇C_{k+1} at b is −e_{k+1}
+            off[k] = -inv_mass[b] * (e[k, 0] * e[k + 1, 0] + e[k, 1] * e[k + 1, 1]
+                                     + e[k, 2] * e[k + 1, 2])
+
+
+@njit
+def _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, rows, vals, U):
+    """The border B (S × T) the ties add to the segments' matrix: tie t meets segment k at a
+    shared point p with weight w_p·(±e_k)·(±e_t) [1/kg], stored as rows (T, 4) (segment, −1
+    where none) and vals (T, 4); and U (T, S) = A⁻¹B row by row (A factored in cp, inv_den)."""
+    for t in range(ties.shape[0]):
+        n = 0
+        for q in range(2):
+            p = ties[t, q]
+            sign_t = -1.0 if q == 0 else 1.0
+            for side in range(2):
+                k = seg_in[p] if side == 0 else seg_out[p]
+                if k < 0:
+                    continue
+                sign_k = 1.0 if side == 0 else -1.0
+                rows[t, n] = k
+                vals[t, n] = inv_mass[p] * sign_k * sign_t * (
+                    e[k, 0] * tie_e[t, 0] + e[k, 1] * tie_e[t, 1]
+                    + e[k, 2] * tie_e[t, 2])
+                n += 1
+        U[t, :] = 0.0
+        for m in range(n):
+            U[t, rows[t, m]] += vals[t, m]
+        _thomas_solve(off, cp, inv_den, U[t])
+
+
+@njit
+def _tie_schur(ties, inv_mass, tie_e, tie_c, rhs, rows, vals, U, schur, y):
+    """The ties' Schur complement schur (T, T) = D − BᵀU [1/kg] and right-hand side y (T,)
+    [m] = −C_t − Bᵀ(A⁻¹r) (rhs holds A⁻¹r); a tie with both points pinned gets an identity
+    row and y 0 (it cannot act)."""
+    T = ties.shape[0]
+    for t in range(T):
+        y[t] = -tie_c[t]
+        for m in range(4):
+            if rows[t, m] >= 0:
+                y[t] -= vals[t, m] * rhs[rows[t, m]]
+        for u in range(T):
+            d = 0.0
+            for q in range(2):
+                for qq in range(2):
+                    if ties[t, q] == ties[u, qq]:
+                        sq = (1.0 if q == 1 else -1.0) * (1.0 if qq == 1 else -1.0)
+                        d += inv_mass[ties[t, q]] * sq * (
+                            tie_e[t, 0] * tie_e[u, 0] + tie_e[t, 1] * tie_e[u, 1]
+                            + tie_e[t, 2] * tie_e[u, 2])
+            for m in range(4):
+                if rows[t, m] >= 0:
+                    d -= vals[t, m] * U[u, rows[t, m]]
+            schur[t, u] = d
+    for t in range(T):
+        if inv_mass[ties[t, 0]] + inv_mass[ties[t, 1]] <= 0.0:
+            # both points pinned: the tie cannot act
+            for u in range(T):
+                schur[t, u] = 0.0
+                schur[u, t] = 0.0
+            schur[t, t] = 1.0
+            y[t] = 0.0
+
+
+@njit(parallel=True)
+def _apply_corrections(x, inv_mass, seg_in, seg_out, e, rhs, lam, ties, tie_e, y):
+    """Move x (P, 3) [m] by the multipliers' corrections: segment k's δλ_k = rhs[k] [m·kg]
+    along ±e_k at its points, tie t's y[t] along ±tie_e[t], each times the point's inverse
+    mass (P,) [1/kg]; λ (S,) accumulates δλ."""
+    for k in prange(rhs.shape[0]):
+        lam[k] += rhs[k]
+    for q in prange(x.shape[0]):
+        w = inv_mass[q]
+        k = seg_in[q]
+        if k >= 0:
+            for r in range(3):
+                x[q, r] += w * e[k, r] * rhs[k]
+        k = seg_out[q]
+        if k >= 0:
+            for r in range(3):
+                x[q, r] -= w * e[k, r] * rhs[k]
+    for t in range(ties.shape[0]):
+        a = ties[t, 0]
+        b = ties[t, 1]
+        for r in range(3):
+            x[a, r] -= inv_mass[a] * tie_e[t, r] * y[t]
+            x[b, r] += inv_mass[b] * tie_e[t, r] * y[t]
+
+
+@njit(parallel=True)
 def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len):
     """Fast projection of the segment lengths onto ``target`` [m] (Goldenthal et al. 2007,
     Algorithm 1 with lumped mass, as Kaldor §4.3.1), in place on x (P, 3).
@@ -305,120 +449,27 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
     for k in range(S):
         soft = soft or compliance[k] > 0.0
     for it in range(1, max_iter + 1):
-        for k in prange(S):
-            a = seg[k, 0]
-            b = seg[k, 1]
-            l0 = target[k]
-            e0 = x[b, 0] - x[a, 0]
-            e1 = x[b, 1] - x[a, 1]
-            e2 = x[b, 2] - x[a, 2]
-            e[k, 0] = e0 / l0
-            e[k, 1] = e1 / l0
-            e[k, 2] = e2 / l0
-            c = (e0 * e0 + e1 * e1 + e2 * e2 - l0 * l0) / (2.0 * l0)
-            viol[k] = abs(c) / l0
-            rhs[k] = -c - compliance[k] * lam[k]
+        _segment_constraints(x, seg, target, compliance, lam, e, viol, rhs)
         worst = 0.0
         for k in range(S):
             worst = max(worst, viol[k])
-        for t in range(T):
-            a = ties[t, 0]
-            b = ties[t, 1]
-            length = max(tie_len[t], 1e-12)
-            dd = 0.0
-            for r in range(3):
-                tie_e[t, r] = (x[b, r] - x[a, r]) / length
-                dd += (x[b, r] - x[a, r]) ** 2
-            tie_c[t] = (dd - length * length) / (2.0 * length)
-            worst = max(worst, abs(np.sqrt(dd) - tie_len[t]) / max(tie_len[t], target[0]))
+        worst = _tie_constraints(x, ties, tie_len, target[0], tie_e, tie_c, worst)
         if worst <= tol and not soft:
             break
-        for k in prange(S):
-            a = seg[k, 0]
-            b = seg[k, 1]
-            g2 = e[k, 0] ** 2 + e[k, 1] ** 2 + e[k, 2] ** 2
-            diag[k] = (inv_mass[a] + inv_mass[b]) * g2 + compliance[k]
-            if diag[k] <= 0.0:
-                diag[k] = 1.0  # both ends pinned: nothing can move, δλ = rhs (times zero mass)
-                rhs[k] = 0.0
-            off[k] = 0.0
-            if k + 1 < S and seg[k + 1, 0] == b:
-                # ∇C_k at b is +e_k, ∇C_{k+1} at b is −e_{k+1}
-                off[k] = -inv_mass[b] * (e[k, 0] * e[k + 1, 0] + e[k, 1] * e[k + 1, 1]
-                                         + e[k, 2] * e[k + 1, 2])
+        _segment_matrix(seg, inv_mass, compliance, e, diag, off, rhs)
         _thomas_factor(diag, off, cp, inv_den)
         _thomas_solve(off, cp, inv_den, rhs)
         if T > 0:
-            # border B (S × T): tie t meets segment k at a shared point p with weight
-            # w_p·(±e_k)·(±e_t); then U = A⁻¹B, the Schur complement D − BᵀU and the ties'
-            # multipliers y; the segments' are A⁻¹r − U·y
-            for t in range(T):
-                n = 0
-                for q in range(2):
-                    p = ties[t, q]
-                    sign_t = -1.0 if q == 0 else 1.0
-                    for side in range(2):
-                        k = seg_in[p] if side == 0 else seg_out[p]
-                        if k < 0:
-                            continue
-                        sign_k = 1.0 if side == 0 else -1.0
-                        rows[t, n] = k
-                        vals[t, n] = inv_mass[p] * sign_k * sign_t * (
-                            e[k, 0] * tie_e[t, 0] + e[k, 1] * tie_e[t, 1]
-                            + e[k, 2] * tie_e[t, 2])
-                        n += 1
-                U[t, :] = 0.0
-                for m in range(n):
-                    U[t, rows[t, m]] += vals[t, m]
-                _thomas_solve(off, cp, inv_den, U[t])
-            for t in range(T):
-                y[t] = -tie_c[t]
-                for m in range(4):
-                    if rows[t, m] >= 0:
-                        y[t] -= vals[t, m] * rhs[rows[t, m]]
-                for u in range(T):
-                    d = 0.0
-                    for q in range(2):
-                        for qq in range(2):
-                            if ties[t, q] == ties[u, qq]:
-                                sq = (1.0 if q == 1 else -1.0) * (1.0 if qq == 1 else -1.0)
-                                d += inv_mass[ties[t, q]] * sq * (
-                                    tie_e[t, 0] * tie_e[u, 0] + tie_e[t, 1] * tie_e[u, 1]
-                                    + tie_e[t, 2] * tie_e[u, 2])
-                    for m in range(4):
-                        if rows[t, m] >= 0:
-                            d -= vals[t, m] * U[u, rows[t, m]]
-                    schur[t, u] = d
-            for t in range(T):
-                if inv_mass[ties[t, 0]] + inv_mass[ties[t, 1]] <= 0.0:
-                    # both points pinned: the tie cannot act
-                    for u in range(T):
-                        schur[t, u] = 0.0
-                        schur[u, t] = 0.0
-                    schur[t, t] = 1.0
-                    y[t] = 0.0
+            # the ties' multipliers y from the Schur complement of the bordered system; the
+            # segments' are A⁻¹r − U·y
+            _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, rows,
+                        vals, U)
+            _tie_schur(ties, inv_mass, tie_e, tie_c, rhs, rows, vals, U, schur, y)
             y[:] = np.linalg.solve(schur, y)
             for k in prange(S):
                 for t in range(T):
                     rhs[k] -= U[t, k] * y[t]
-        for k in prange(S):
-            lam[k] += rhs[k]
-        for q in prange(P):
-            w = inv_mass[q]
-            k = seg_in[q]
-            if k >= 0:
-                for r in range(3):
-                    x[q, r] += w * e[k, r] * rhs[k]
-            k = seg_out[q]
-            if k >= 0:
-                for r in range(3):
-                    x[q, r] -= w * e[k, r] * rhs[k]
-        for t in range(T):
-            a = ties[t, 0]
-            b = ties[t, 1]
-            for r in range(3):
-                x[a, r] -= inv_mass[a] * tie_e[t, r] * y[t]
-                x[b, r] += inv_mass[b] * tie_e[t, r] * y[t]
+        _apply_corrections(x, inv_mass, seg_in, seg_out, e, rhs, lam, ties, tie_e, y)
         if soft:
             break
     return it, worst
