@@ -265,90 +265,108 @@ def _sym_apply(S, o, w, out):
     out[2] = S[o + 4] * w[0] + S[o + 5] * w[1] + S[o + 2] * w[2]
 
 
+@njit(inline="always")
+def _rigid_fit(mom, region_ptr, region_cells, k, xc, vc):
+    """Region k's rigid fit from its cells' moments mom (C, 33) (_cell_moments): its centre of
+    mass xc (3,) [m] and velocity vc (3,) [m/s], written in place, and its angular velocity
+    w (3,) [1/s] returned, from the parallel-axis sums of the cells' inertia [kg·m²] and
+    angular momentum [kg·m²/s] about (xc, vc), as (True, w); (False, xc) where the region
+    has no mass."""
+    m_tot = 0.0
+    for q in range(region_ptr[k], region_ptr[k + 1]):
+        c = region_cells[q]
+        m_tot += mom[c, 0]
+        for r in range(3):
+            xc[r] += mom[c, 0] * mom[c, 1 + r]
+            vc[r] += mom[c, 0] * mom[c, 4 + r]
+    if m_tot <= 0.0:
+        return False, xc
+    xc /= m_tot
+    vc /= m_tot
+    # parallel-axis sums of the cells' inertia and angular momentum about (xc, vc)
+    inertia = np.zeros((3, 3))
+    ang = np.zeros(3)
+    for q in range(region_ptr[k], region_ptr[k + 1]):
+        c = region_cells[q]
+        M = mom[c, 0]
+        d0, d1, d2 = mom[c, 1] - xc[0], mom[c, 2] - xc[1], mom[c, 3] - xc[2]
+        e0, e1, e2 = mom[c, 4] - vc[0], mom[c, 5] - vc[1], mom[c, 6] - vc[2]
+        dd = d0 * d0 + d1 * d1 + d2 * d2
+        inertia[0, 0] += mom[c, 7] + M * (dd - d0 * d0)
+        inertia[1, 1] += mom[c, 8] + M * (dd - d1 * d1)
+        inertia[2, 2] += mom[c, 9] + M * (dd - d2 * d2)
+        inertia[0, 1] += mom[c, 10] - M * d0 * d1
+        inertia[0, 2] += mom[c, 11] - M * d0 * d2
+        inertia[1, 2] += mom[c, 12] - M * d1 * d2
+        ang[0] += mom[c, 13] + M * (d1 * e2 - d2 * e1)
+        ang[1] += mom[c, 14] + M * (d2 * e0 - d0 * e2)
+        ang[2] += mom[c, 15] + M * (d0 * e1 - d1 * e0)
+    inertia[1, 0] = inertia[0, 1]
+    inertia[2, 0] = inertia[0, 2]
+    inertia[2, 1] = inertia[1, 2]
+    # a region's inertia is never singular unless its points are collinear; the small
+    # diagonal term keeps that case finite (it then damps the spin about that line)
+    tr = inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
+    for a in range(3):
+        inertia[a, a] += 1e-9 * tr + 1e-300
+    return True, _solve3(inertia, ang)
+
+
+@njit(inline="always")
+def _nonrigid_norm2(mom, region_ptr, region_cells, k, xc, vc, w):
+    """‖v_nr‖² [m²/s²] of region k: Σ|v − vc − w × (x − xc)|² over its points' velocities,
+    summed cell by cell from mom (C, 33) about each cell's centroid (where the cross terms
+    vanish); xc (3,) [m], vc (3,) [m/s], w (3,) [1/s] its rigid fit."""
+    nr2 = 0.0
+    Jw = np.empty(3)
+    for q in range(region_ptr[k], region_ptr[k + 1]):
+        c = region_cells[q]
+        _sym_apply(mom[c], 27, w, Jw)
+        nr2 += mom[c, 23] - 2.0 * (w[0] * mom[c, 24] + w[1] * mom[c, 25]
+                                   + w[2] * mom[c, 26]) \
+            + w[0] * Jw[0] + w[1] * Jw[1] + w[2] * Jw[2]
+        R0, R1, R2 = mom[c, 17] - xc[0], mom[c, 18] - xc[1], mom[c, 19] - xc[2]
+        u0 = mom[c, 20] - vc[0] - (w[1] * R2 - w[2] * R1)
+        u1 = mom[c, 21] - vc[1] - (w[2] * R0 - w[0] * R2)
+        u2 = mom[c, 22] - vc[2] - (w[0] * R1 - w[1] * R0)
+        nr2 += mom[c, 16] * (u0 * u0 + u1 * u1 + u2 * u2)
+    return nr2
+
+
 @njit(parallel=True)
-def _filter(x, v, mass, free, shares, size, region_ptr, region_cells, cell_ptr, cell_points,
-            cell_rptr, cell_regions, alpha, const):
-    """The filter's kernel (FilterRegions): the cells' moments, the regions' rigid fits and
-    strengths from them, then each cell's points change by the sum of its regions' changes;
-    each stage in parallel, every sum in a fixed order (the same at every thread count)."""
-    C = cell_ptr.shape[0] - 1
-    R = shares.shape[0]
-    mom = np.empty((C, 33))
-    _cell_moments(x, v, mass, cell_ptr, cell_points, mom)
-    # per region: centre of mass, its velocity, angular velocity, strength (0: skip)
-    fit = np.zeros((R, 10))
-    for k in prange(R):
-        m_tot = 0.0
+def _region_fits(mom, shares, size, region_ptr, region_cells, alpha, const, fit):
+    """Each region's rigid fit and strength, in parallel: fit (R, 10) = centre of mass (3) [m],
+    its velocity (3) [m/s], angular velocity (3) [1/s], strength (1, 0: skip) = min(1, f)·share
+    with f = alpha, raised so that const [m/s] of the rms non-rigid speed per point goes."""
+    for k in prange(shares.shape[0]):
         xc = np.zeros(3)
         vc = np.zeros(3)
-        for q in range(region_ptr[k], region_ptr[k + 1]):
-            c = region_cells[q]
-            m_tot += mom[c, 0]
-            for r in range(3):
-                xc[r] += mom[c, 0] * mom[c, 1 + r]
-                vc[r] += mom[c, 0] * mom[c, 4 + r]
-        if m_tot <= 0.0:
+        found, w = _rigid_fit(mom, region_ptr, region_cells, k, xc, vc)
+        if not found:
             continue
-        xc /= m_tot
-        vc /= m_tot
-        # parallel-axis sums of the cells' inertia and angular momentum about (xc, vc)
-        inertia = np.zeros((3, 3))
-        ang = np.zeros(3)
-        for q in range(region_ptr[k], region_ptr[k + 1]):
-            c = region_cells[q]
-            M = mom[c, 0]
-            d0, d1, d2 = mom[c, 1] - xc[0], mom[c, 2] - xc[1], mom[c, 3] - xc[2]
-            e0, e1, e2 = mom[c, 4] - vc[0], mom[c, 5] - vc[1], mom[c, 6] - vc[2]
-            dd = d0 * d0 + d1 * d1 + d2 * d2
-            inertia[0, 0] += mom[c, 7] + M * (dd - d0 * d0)
-            inertia[1, 1] += mom[c, 8] + M * (dd - d1 * d1)
-            inertia[2, 2] += mom[c, 9] + M * (dd - d2 * d2)
-            inertia[0, 1] += mom[c, 10] - M * d0 * d1
-            inertia[0, 2] += mom[c, 11] - M * d0 * d2
-            inertia[1, 2] += mom[c, 12] - M * d1 * d2
-            ang[0] += mom[c, 13] + M * (d1 * e2 - d2 * e1)
-            ang[1] += mom[c, 14] + M * (d2 * e0 - d0 * e2)
-            ang[2] += mom[c, 15] + M * (d0 * e1 - d1 * e0)
-        inertia[1, 0] = inertia[0, 1]
-        inertia[2, 0] = inertia[0, 2]
-        inertia[2, 1] = inertia[1, 2]
-        # a region's inertia is never singular unless its points are collinear; the small
-        # diagonal term keeps that case finite (it then damps the spin about that line)
-        tr = inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
-        for a in range(3):
-            inertia[a, a] += 1e-9 * tr + 1e-300
-        w = _solve3(inertia, ang)
         # one strength for the whole region: the region's momentum and angular momentum are
         # those of its rigid fit, so a uniform fraction of (v − v_rigid) sums to nothing in
         # both. α/count[p] per point, as eq. 4.11 reads, does not: at a swatch's edges the
         # counts differ within a region, and a free swatch drifts with no force on it
         f = alpha
         if const > 0.0:
-            # ‖v_nr‖² over the region's 3k velocities, Σ|v − vc − w × (x − xc)|², cell by
-            # cell about the cell's centroid (its cross terms vanish there); removing
-            # const·√k of it is removing const of its rms per point (Kaldor's
+            # removing const·√k of ‖v_nr‖ is removing const of its rms per point (Kaldor's
             # h·μ_const·√k/‖v_nr‖)
-            nr2 = 0.0
-            Jw = np.empty(3)
-            for q in range(region_ptr[k], region_ptr[k + 1]):
-                c = region_cells[q]
-                _sym_apply(mom[c], 27, w, Jw)
-                nr2 += mom[c, 23] - 2.0 * (w[0] * mom[c, 24] + w[1] * mom[c, 25]
-                                           + w[2] * mom[c, 26]) \
-                    + w[0] * Jw[0] + w[1] * Jw[1] + w[2] * Jw[2]
-                R0, R1, R2 = mom[c, 17] - xc[0], mom[c, 18] - xc[1], mom[c, 19] - xc[2]
-                u0 = mom[c, 20] - vc[0] - (w[1] * R2 - w[2] * R1)
-                u1 = mom[c, 21] - vc[1] - (w[2] * R0 - w[0] * R2)
-                u2 = mom[c, 22] - vc[2] - (w[0] * R1 - w[1] * R0)
-                nr2 += mom[c, 16] * (u0 * u0 + u1 * u1 + u2 * u2)
+            nr2 = _nonrigid_norm2(mom, region_ptr, region_cells, k, xc, vc, w)
             if nr2 > 0.0:
                 f = max(f, const * np.sqrt(size[k] / nr2))
         fit[k, 0:3] = xc
         fit[k, 3:6] = vc
         fit[k, 6:9] = w
         fit[k, 9] = min(1.0, f) * shares[k]
-    # every point of a cell: Σ_k f_k·(v − vc_k − w_k × (x − xc_k)) = F·v − B − W × (x − x̄)
-    for c in prange(C):
+
+
+@njit(parallel=True)
+def _apply_fits(x, v, free, mom, fit, cell_ptr, cell_points, cell_rptr, cell_regions):
+    """Change the velocities v (P, 3) [m/s] of each cell's free points by its regions'
+    non-rigid parts, in parallel by cell: Σ_k f_k·(v − vc_k − w_k × (x − xc_k)) =
+    F·v − B − W × (x − x̄), with fit (R, 10) from _region_fits and x̄ the cell's centroid."""
+    for c in prange(cell_ptr.shape[0] - 1):
         F = 0.0
         B0 = B1 = B2 = W0 = W1 = W2 = 0.0
         for q in range(cell_rptr[c], cell_rptr[c + 1]):
@@ -381,3 +399,16 @@ def _filter(x, v, mass, free, shares, size, region_ptr, region_cells, cell_ptr, 
             v[p, 0] -= v0
             v[p, 1] -= v1
             v[p, 2] -= v2
+
+
+@njit
+def _filter(x, v, mass, free, shares, size, region_ptr, region_cells, cell_ptr, cell_points,
+            cell_rptr, cell_regions, alpha, const):
+    """The filter's kernel (FilterRegions): the cells' moments, the regions' rigid fits and
+    strengths from them, then each cell's points change by the sum of its regions' changes;
+    each stage in parallel, every sum in a fixed order (the same at every thread count)."""
+    mom = np.empty((cell_ptr.shape[0] - 1, 33))
+    _cell_moments(x, v, mass, cell_ptr, cell_points, mom)
+    fit = np.zeros((shares.shape[0], 10))
+    _region_fits(mom, shares, size, region_ptr, region_cells, alpha, const, fit)
+    _apply_fits(x, v, free, mom, fit, cell_ptr, cell_points, cell_rptr, cell_regions)
