@@ -476,36 +476,17 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
 
 
 @njit(inline="always")
-def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
-    """∂φ/∂x for φ = g·(ḡ₀t + ḡ₁n + ḡ₂ t×n) with g held: how the frame of point p turns with
-    the points it is made from (_curvature_frame, whose rows fr (4, 3) are given). Writes
-    grad (5, 3) for the points idx (5,) (a₂, a, p, c, c₂; −1 where absent); False where p has
-    no frame.
-
-    t = u/|u|, u = e_a/ℓ_a + e_b/ℓ_b; n = w/|w|, w = m − (m·t)t with m the longer stencil's
-    curvature (or g where _curvature_frame falls back to it): the chain rule through both
-    normalisations."""
-    ka = seg_in[p]
-    kb = seg_out[p]
-    a = seg[ka, 0]
-    c = seg[kb, 1]
-    la = rest[ka]
-    lb = rest[kb]
-    for i in range(5):
-        idx[i] = -1
-        for r in range(3):
-            grad[i, r] = 0.0
+def _frame_stencil(x, p, a, c, seg, seg_in, seg_out, rest, fr, m):
+    """The vector m (3,) [1/m] whose part normal to t gives point p's frame normal n, as
+    _curvature_frame chose it: the longer stencil's curvature (x_c₂ − x_p)/L₂ − (x_p − x_a₂)/L₁
+    (L₁, L₂ [m] two rest lengths each) where it exists and is not straight, else g = fr[0].
+    Written to m; returns (found, long, m·t, |m − (m·t)t|, a₂, c₂, L₁, L₂), found False where
+    n does not exist (a₂, c₂ −1 and L₁ = L₂ = 1 unless long)."""
     g0, g1, g2 = fr[0, 0], fr[0, 1], fr[0, 2]
     t0, t1, t2 = fr[1, 0], fr[1, 1], fr[1, 2]
-    n0, n1, n2 = fr[2, 0], fr[2, 1], fr[2, 2]
-    ul = 0.0
-    for r in range(3):
-        ul += ((x[p, r] - x[a, r]) / la + (x[c, r] - x[p, r]) / lb) ** 2
-    ul = np.sqrt(ul)
     kaa = seg_in[a]
     kcc = seg_out[c]
     long = kaa >= 0 and kcc >= 0
-    m = np.empty(3)
     wl = 0.0
     mt = 0.0
     a2 = c2 = -1
@@ -513,8 +494,8 @@ def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
     if long:
         a2 = seg[kaa, 0]
         c2 = seg[kcc, 1]
-        L1 = la + rest[kaa]
-        L2 = lb + rest[kcc]
+        L1 = rest[seg_in[p]] + rest[kaa]
+        L2 = rest[seg_out[p]] + rest[kcc]
         for r in range(3):
             m[r] = (x[c2, r] - x[p, r]) / L2 - (x[p, r] - x[a2, r]) / L1
         mt = m[0] * t0 + m[1] * t1 + m[2] * t2
@@ -529,8 +510,18 @@ def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
         for r in range(3):
             wl += (m[r] - mt * fr[1, r]) ** 2
         if wl <= 1e-24:
-            return False
-    wl = np.sqrt(wl)
+            return False, long, mt, wl, a2, c2, L1, L2
+    return True, long, mt, np.sqrt(wl), a2, c2, L1, L2
+
+
+@njit(inline="always")
+def _frame_chain(fr, gbar, m, mt, wl, ul):
+    """∂φ/∂m and ∂φ/∂u (3 floats each, [m]·[1/m]⁻¹ scaled as φ over m and u) for
+    φ = g·(ḡ₀t + ḡ₁n + ḡ₂ t×n) with g held, through n = w/|w|, w = m − (m·t)t (wl = |w|,
+    mt = m·t) and t = u/|u| (ul = |u|); fr (4, 3) the frame rows g, t, n, t × n, gbar (3,)."""
+    g0, g1, g2 = fr[0, 0], fr[0, 1], fr[0, 2]
+    t0, t1, t2 = fr[1, 0], fr[1, 1], fr[1, 2]
+    n0, n1, n2 = fr[2, 0], fr[2, 1], fr[2, 2]
     b0, b1, b2 = gbar[0], gbar[1], gbar[2]
     # ∂φ/∂t with n held: ḡ₀g + ḡ₂ n×g; ∂φ/∂n with t held: ḡ₁g + ḡ₂ g×t
     Gt0 = b0 * g0 + b2 * (n1 * g2 - n2 * g1)
@@ -557,6 +548,39 @@ def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
     Gu0 = (Tt0 - tT * t0) / ul
     Gu1 = (Tt1 - tT * t1) / ul
     Gu2 = (Tt2 - tT * t2) / ul
+    return Gm0, Gm1, Gm2, Gu0, Gu1, Gu2
+
+
+@njit(inline="always")
+def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
+    """∂φ/∂x for φ = g·(ḡ₀t + ḡ₁n + ḡ₂ t×n) with g held: how the frame of point p turns with
+    the points it is made from (_curvature_frame, whose rows fr (4, 3) are given). Writes
+    grad (5, 3) for the points idx (5,) (a₂, a, p, c, c₂; −1 where absent); False where p has
+    no frame.
+
+    t = u/|u|, u = e_a/ℓ_a + e_b/ℓ_b; n = w/|w|, w = m − (m·t)t with m the longer stencil's
+    curvature (or g where _curvature_frame falls back to it): the chain rule through both
+    normalisations."""
+    ka = seg_in[p]
+    kb = seg_out[p]
+    a = seg[ka, 0]
+    c = seg[kb, 1]
+    la = rest[ka]
+    lb = rest[kb]
+    for i in range(5):
+        idx[i] = -1
+        for r in range(3):
+            grad[i, r] = 0.0
+    ul = 0.0
+    for r in range(3):
+        ul += ((x[p, r] - x[a, r]) / la + (x[c, r] - x[p, r]) / lb) ** 2
+    ul = np.sqrt(ul)
+    m = np.empty(3)
+    found, long, mt, wl, a2, c2, L1, L2 = _frame_stencil(x, p, a, c, seg, seg_in, seg_out,
+                                                          rest, fr, m)
+    if not found:
+        return False
+    Gm0, Gm1, Gm2, Gu0, Gu1, Gu2 = _frame_chain(fr, gbar, m, mt, wl, ul)
     idx[1] = a
     idx[2] = p
     idx[3] = c
