@@ -24,6 +24,7 @@ scene's unit scale (units.py): the solver works in metres, the keys are written 
 from __future__ import annotations
 
 import functools
+import json
 import sys
 import time
 import weakref
@@ -41,6 +42,7 @@ from . import (bake_status, blender_physics, disk_cache, modifier_stack, runner,
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       threads_ceiling, wind_from_props)
 from .errors import BakeError
+from .formats import duration, frame_range, millimetres, per_frame, strain
 from .live import LiveView
 from .mesh_io import EvaluatedMesh, to_local, vertex_group_weights
 
@@ -120,28 +122,56 @@ class BakeSummary:
     threads: list = field(default_factory=list)  # numba threads each frame had (its report's)
     stopped_of: int | None = None  # a stopped bake: the end frame of the range it was asked for
 
-    def text(self) -> str:
-        pen = (f", deepest penetration {1e3 * self.deepest_penetration_m:.2f} mm, "
-               f"{self.intersections} intersecting triangle pairs at most")
+    @property
+    def frames_simulated(self) -> int:
+        return self.frame_end - self.frame_start  # the first frame is the initial state
+
+    @property
+    def warning_count(self) -> int:
+        """What the artist should look at in the full report: skipped objects, warnings,
+        retries after a blow-up, a start inside a collider or intersecting itself."""
+        return (len(self.skipped) + len(self.warnings) + bool(self.retried)
+                + bool(self.untangled) + bool(self.tangled_pairs))
+
+    def details(self) -> list[str]:
+        """The summary as items: what was baked, the result's checks, then each thing to know
+        (retries, moved vertices, skipped objects, notes, warnings)."""
+        stopped = (f" (stopped: the range was {frame_range(self.frame_start, self.stopped_of)})"
+                   if self.stopped_of is not None else "")
+        out = [f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
+               f"{frame_range(self.frame_start, self.frame_end)}{stopped} with "
+               f"{'/'.join(self.models)} in {duration(self.wall_time_s)} "
+               f"({per_frame(self.wall_time_s, self.frames_simulated)})",
+               f"max strain {strain(self.max_strain)}, deepest penetration "
+               f"{millimetres(self.deepest_penetration_m)}, {self.intersections} intersecting "
+               "triangle pairs at most"]
         if self.retried:
             frames = sorted(self.retried)
             shown = ", ".join(str(f) for f in frames[:5]) + (", …" if len(frames) > 5 else "")
-            pen += (f"; {sum(self.retried.values())} retries with finer steps after a blow-up "
-                    f"(frames {shown})")
+            out.append(f"{sum(self.retried.values())} retries with finer steps after a blow-up "
+                       f"(frames {shown})")
         if self.untangled:
-            pen += (f"; {self.untangled} vertices started inside a collider and were moved "
-                    "out")
+            out.append(f"{self.untangled} vertices started inside a collider and were moved out")
         if self.tangled_pairs:
-            pen += (f"; the cloth started intersecting itself ({self.tangled_pairs} triangle "
-                    f"pairs) and was separated over {self.tangled_frames} frame(s)")
-        skip = f"; skipped {', '.join(self.skipped)}" if self.skipped else ""
-        more = "".join(f"; {text}" for text in self.notes + self.warnings)
-        stopped = (f" (stopped: the range was {self.frame_start}-{self.stopped_of})"
-                   if self.stopped_of is not None else "")
-        return (f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
-                f"{self.frame_start}-{self.frame_end}{stopped} with {'/'.join(self.models)} in "
-                f"{self.wall_time_s:.1f} s; max strain {100 * self.max_strain:.2f}%{pen}{skip}"
-                f"{more}")
+            out.append(f"the cloth started intersecting itself ({self.tangled_pairs} triangle "
+                       f"pairs) and was separated over {self.tangled_frames} frame(s)")
+        if self.skipped:
+            out.append(f"skipped {', '.join(self.skipped)}")
+        return out + self.notes + self.warnings
+
+    def text(self) -> str:
+        """The whole summary in one line (the operator's report, the console, last_report)."""
+        return "; ".join(self.details())
+
+    def record(self) -> dict:
+        """What the panel keeps of the last bake (scene.cloth_solver.last_bake, as JSON)."""
+        return {"objects": [str(name) for name in self.objects],
+                "frame_start": int(self.frame_start), "frame_end": int(self.frame_end),
+                "stopped_of": None if self.stopped_of is None else int(self.stopped_of),
+                "wall_time_s": float(self.wall_time_s), "max_strain": float(self.max_strain),
+                "deepest_penetration_m": float(self.deepest_penetration_m),
+                "intersections": int(self.intersections), "warnings": self.warning_count,
+                "details": self.details()}
 
 
 @dataclass
@@ -217,8 +247,8 @@ class BakeJob:
         set_thread_ceiling(threads_ceiling(s))  # Bake > Performance, from reading the scene on
         self.frame_start, self.frame_end = s.frame_start, s.frame_end
         if self.frame_end <= self.frame_start:
-            raise BakeError(f"the bake frame range {self.frame_start}-{self.frame_end} is empty; "
-                            "set End after Start")
+            raise BakeError(f"the bake frame range {frame_range(self.frame_start, self.frame_end)} "
+                            "is empty; set End after Start")
         self.skipped: list[str] = []
         self.warnings: list[str] = []
         self.notes: list[str] = []
@@ -544,8 +574,8 @@ class BakeJob:
         return self.frame_start + self.frames_kept
 
     def progress_text(self) -> str:
-        """'frame 16 of 1–48': the last frame simulated for every cloth, in the bake's range."""
-        return f"frame {self.scene_frame} of {self.frame_start}–{self.frame_end}"
+        """'frame 16 of 1-48': the last frame simulated for every cloth, in the bake's range."""
+        return f"frame {self.scene_frame} of {frame_range(self.frame_start, self.frame_end)}"
 
     @property
     def running(self) -> bool:
@@ -635,8 +665,8 @@ class BakeJob:
         if self.log is not None:
             names = ",".join(c.name for c in g.cloths)
             self.log(f"cloth_solver: frame {self.frame_start + rep.frame} of "
-                     f"{self.frame_start}-{self.frame_end} {names}: "
-                     f"{1e3 * rep.wall_time_s:.0f} ms, max strain {100 * rep.max_strain:.2f}%"
+                     f"{frame_range(self.frame_start, self.frame_end)} {names}: "
+                     f"{per_frame(rep.wall_time_s, 1)}, max strain {strain(rep.max_strain)}"
                      f"{retried}")
         self.notes.extend(msg.notes)  # after its last frame (a yarn's closest approach)
 
@@ -733,9 +763,9 @@ class BakeJob:
         start = time.perf_counter()
         writes = []
         for g in self.groups:
-            per_frame = [self._local(g, f) for f in range(kept + 1)]
+            local_frames = [self._local(g, f) for f in range(kept + 1)]
             for i, c in enumerate(g.cloths):
-                local = np.stack([frame[i][1] for frame in per_frame])
+                local = np.stack([frame[i][1] for frame in local_frames])
                 if c.key_offsets is not None:
                     local -= c.key_offsets[:kept + 1]
                 writes.append((c.obj, local, g))
@@ -774,11 +804,14 @@ class BakeJob:
                             "its previous bake") from err
         for done in installed:
             disk_cache.commit(done)
+        # the time of writing counts in every figure of the bake's time, so that the panel's
+        # time of a one-simulation bake and the summary's are one number
+        writing = time.perf_counter() - start
         for obj, _, g in writes:
             s = obj.cloth_solver
             bake_status.record(obj)
             s.bake_model = g.model_name
-            s.bake_time = g.wall_time_s
+            s.bake_time = g.wall_time_s + writing
             s.bake_max_strain = g.max_strain
             s.bake_deepest_penetration = g.deepest_penetration_m
             s.bake_intersections = g.intersections
@@ -787,7 +820,7 @@ class BakeJob:
         summary = BakeSummary(
             objects=[c.obj.name for g in self.groups for c in g.cloths],
             frame_start=self.frame_start, frame_end=frame_end,
-            wall_time_s=sum(g.wall_time_s for g in self.groups) + time.perf_counter() - start,
+            wall_time_s=sum(g.wall_time_s for g in self.groups) + writing,
             max_strain=max(g.max_strain for g in self.groups),
             deepest_penetration_m=max(g.deepest_penetration_m for g in self.groups),
             intersections=max(g.intersections for g in self.groups),
@@ -799,6 +832,7 @@ class BakeJob:
             tangled_frames=max(g.tangled_frames for g in self.groups),
             stopped_of=self.frame_end if kept < self.frames else None)
         self.scene.cloth_solver.last_report = summary.text()
+        self.scene.cloth_solver.last_bake = json.dumps(summary.record())
         return summary
 
     def had_previous_bake(self) -> list[str]:

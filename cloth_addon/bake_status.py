@@ -31,6 +31,7 @@ import bpy
 import numpy as np
 
 from . import blender_physics, modifier_stack, shape_keys
+from .formats import frame_range
 
 # Skips a modifier's UI state and read-only values (e.g. execution_time changes every
 # evaluation) in the fingerprint; its settings are what the bake reads.
@@ -69,14 +70,16 @@ def status(obj, scene) -> tuple[str, str]:
     # was asked for
     asked = s.bake_stopped_of or s.bake_frame_end
     if not reason and (sc.frame_start, sc.frame_end) != (s.bake_frame_start, asked):
-        reason = (f"the frame range is {sc.frame_start}-{sc.frame_end}, the bake has "
-                  f"{s.bake_frame_start}-{asked}")
+        reason = (f"the frame range is {frame_range(sc.frame_start, sc.frame_end)}, the bake "
+                  f"has {frame_range(s.bake_frame_start, asked)}")
     if reason:
         return "OUTDATED", f"Outdated: {reason}"
     if s.bake_stopped_of:
-        return "BAKED", (f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} of "
-                         f"{s.bake_frame_start}-{s.bake_stopped_of}, stopped ({s.bake_model})")
-    return "BAKED", f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} ({s.bake_model})"
+        return "BAKED", (f"Baked frames {frame_range(s.bake_frame_start, s.bake_frame_end)} of "
+                         f"{frame_range(s.bake_frame_start, s.bake_stopped_of)}, stopped "
+                         f"({s.bake_model})")
+    return "BAKED", (f"Baked frames {frame_range(s.bake_frame_start, s.bake_frame_end)} "
+                     f"({s.bake_model})")
 
 
 # Who else wants to know what would make a bake outdated (play.py: Simulate on Play's frames in

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solver import IMPLICIT_SUBSTEPS
+from .formats import frame_range
 
 FIELD_TYPES = ("WIND", "TURBULENCE")
 # Blender's wind noise (effect.cc, wind_func) adds sign * (r / f) * noise / 128 to the strength,
@@ -170,7 +171,7 @@ def take_cloth_modifier(obj, mod, scene, apply: bool = True, frames=None) -> lis
     start, end = frames or cache_range([mod])
     b = scene.cloth_solver
     if (b.frame_start, b.frame_end) != (start, end) and end > start:
-        changes.append(f"frames {start}-{end}")
+        changes.append(f"frames {frame_range(start, end)}")
         if apply:
             b.frame_start, b.frame_end = start, end
     return changes

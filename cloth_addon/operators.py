@@ -20,6 +20,7 @@ from bpy.props import BoolProperty, StringProperty
 
 from . import bake, blender_physics, live, play, presets, warmup
 from .errors import BakeError
+from .formats import frame_range
 
 # The modal bake's timer: how often it takes the frames the bake's thread simulated (runner.py)
 # and the longest it spends doing so per event (writing them to the live view, live.py).
@@ -138,7 +139,8 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         if job is None:
             return _fail(self, self._error)
         if log:
-            log(f"cloth_solver: baking {job.frames} frames ({job.frame_start}-{job.frame_end}, "
+            log(f"cloth_solver: baking {job.frames} frames "
+                f"({frame_range(job.frame_start, job.frame_end)}, "
                 f"{len(job.groups)} simulation(s))")
         try:
             summary = job.run()

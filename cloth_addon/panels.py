@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import json
+
 import bpy
 
 from ..solver import QUALITIES
 from . import bake_status, blender_physics, presets, units
 from .bake_status import BAKED_ROLES
+from .formats import frame_range, millimetres, per_frame, strain
 from .knit import YARN_ITEMS
 from .properties import (KNIT_PATTERN_ITEMS, MATERIAL_DISPLAYS, MATERIAL_SPECS, OPTIONAL_FALLBACK,
                          display_prop_name, prop_name)
@@ -137,25 +140,39 @@ class PHYSICS_PT_cloth_solver(ClothSolverPanel, bpy.types.Panel):
             _draw_yarn(layout, context.object)
         elif s.role == "COLLIDER":
             col = layout.column()
-            col.prop(s, "thickness")
-            col.prop(s, "friction")
+            col.use_property_decorate = False  # read once per bake (_unit_row)
+            # in mm as the cloth's Thickness (Collisions), whatever the scene's length unit
+            _unit_row(col, s, "thickness_display", "Thickness", "mm")
+            _unit_row(col, s, "friction", "Friction", "")
             if blender_physics.collision_modifier(context.object) is not None:
                 layout.label(text="These replace the Collision", icon="INFO")
                 layout.label(text="modifier's Thickness Outer, Friction", icon="BLANK1")
         elif blender_physics.collision_modifier(context.object) is not None:
-            # Blender's Collision modifier makes it a collider unless the user says otherwise.
-            col = layout.column(heading="Collision")
-            col.prop(s, "use_collision_modifier", text="Use as Collider")
-            col.prop(context.scene.cloth_solver, "use_collision_modifiers", text="In Scene")
-            if blender_physics.uses_collision_modifier(context.object, context.scene):
-                thickness, mu = blender_physics.collision_settings(
-                    context.object, units.metres_per_unit(context.scene))
-                # Two short lines: the Properties editor is about 320 px wide.
-                layout.label(text="Collider from its Collision modifier:", icon="MOD_PHYSICS")
-                layout.label(text=f"thickness {1e3 * thickness:.3g} mm, friction {mu:.2f}",
-                             icon="BLANK1")
+            _draw_collision_modifier(layout, context)
         else:
             wrapped_label(layout, context, "Choose Cloth or Collider to take part in Bake Cloth")
+
+
+def _draw_collision_modifier(layout, context):
+    """An object of the role None with Blender's Collision modifier: the cloth collides with
+    it (blender_physics.uses_collision_modifier) unless its switch or the scene's is off; the
+    line below says which it is."""
+    ob, scene = context.object, context.scene
+    col = layout.column(heading="Cloth Collides")
+    row = col.row()
+    row.active = scene.cloth_solver.use_collision_modifiers  # the scene's switch comes first
+    row.prop(ob.cloth_solver, "use_collision_modifier", text="With This Object")
+    col.prop(scene.cloth_solver, "use_collision_modifiers", text="With All (Scene)")
+    if blender_physics.uses_collision_modifier(ob, scene):
+        thickness, mu = blender_physics.collision_settings(ob, units.metres_per_unit(scene))
+        # Two short lines: the Properties editor is about 320 px wide.
+        layout.label(text="Collider from its Collision modifier:", icon="MOD_PHYSICS")
+        layout.label(text=f"thickness {millimetres(thickness)}, friction {mu:.2f}", icon="BLANK1")
+    elif not scene.cloth_solver.use_collision_modifiers:
+        wrapped_label(layout, context, "Bake Cloth ignores the Collision modifiers of this "
+                      "scene", icon="INFO")
+    else:
+        wrapped_label(layout, context, "Bake Cloth ignores this object", icon="INFO")
 
 
 def _draw_take_cloth_modifier(layout, context):
@@ -402,19 +419,89 @@ class PHYSICS_PT_cloth_solver_bake(ClothSolverPanel, bpy.types.Panel):
             if state == "OUTDATED":  # as Blender's point cache: the bake no longer matches
                 col = box.column(align=True)
                 col.alert = True
-                wrapped_label(col, context, text, icon="ERROR", inset=BOX_INSET)
-                box.label(text=f"Baked frames {s.bake_frame_start}-{s.bake_frame_end} "
-                               f"({s.bake_model})")
-                box.label(text="Bake again to update")
+                wrapped_label(col, context, f"{text}. Bake again to update", icon="ERROR",
+                              inset=BOX_INSET)
+                box.label(text=f"Baked frames {frame_range(s.bake_frame_start, s.bake_frame_end)}"
+                               f" ({s.bake_model})")
             else:
                 wrapped_label(box, context, text, icon="CHECKMARK", inset=BOX_INSET)
-            box.label(text=f"Time {s.bake_time:.2f} s, max strain {100 * s.bake_max_strain:.2f}%")
-            # Short lines: the box is as narrow as the Properties editor.
-            box.label(text=f"Penetrations: deepest {1e3 * s.bake_deepest_penetration:.2f} mm")
-            box.label(text=f"Intersections: {s.bake_intersections} triangle pairs at most")
+            last = last_bake(context.scene)
+            warnings = last.get("warnings", 0) if context.object.name in last.get(
+                "objects", ()) else 0
+            _draw_result(box, context, s.bake_time, s.bake_frame_end - s.bake_frame_start,
+                         s.bake_max_strain, s.bake_deepest_penetration, s.bake_intersections,
+                         warnings)
         elif scene.last_report:
             # the scene's last bake, which may not have included this object: say whose it is
-            wrapped_label(layout, context, f"Last bake: {scene.last_report}")
+            last = last_bake(context.scene)
+            if not last:  # a file saved before the short summary: the whole report
+                wrapped_label(layout, context, f"Last bake: {scene.last_report}")
+                return
+            names = last["objects"]
+            who = names[0] if len(names) == 1 else f"{names[0]} and {len(names) - 1} more"
+            frames = frame_range(last["frame_start"], last["frame_end"])
+            if last["stopped_of"] is not None:
+                frames += f" of {frame_range(last['frame_start'], last['stopped_of'])}"
+            col = layout.column(align=True)
+            wrapped_label(col, context, f"Last bake: {who}, frames {frames}")
+            _draw_result(col, context, last["wall_time_s"],
+                         last["frame_end"] - last["frame_start"], last["max_strain"],
+                         last["deepest_penetration_m"], last["intersections"], last["warnings"])
+
+
+def last_bake(scene) -> dict:
+    """The scene's last bake as BakeSummary.record() wrote it ({} if there is none, or the file
+    was saved before it was kept)."""
+    try:
+        out = json.loads(scene.cloth_solver.last_bake or "{}")
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) and "details" in out else {}
+
+
+def _draw_result(layout, context, seconds, frames, max_strain, penetration, intersections,
+                 warnings):
+    """A bake's result in two short lines, as an artist reads it: speed and the worst strain,
+    then what went wrong (penetrations, intersections, the report's warnings) or that nothing
+    did; every figure in the form the report writes it (formats.py), the report itself in the
+    Report sub-panel."""
+    layout.label(text=f"{per_frame(seconds, frames)}, max strain {strain(max_strain)}")
+    problems = []
+    if penetration > 0.0:
+        problems.append(f"penetration {millimetres(penetration)}")
+    if intersections:
+        problems.append(f"{intersections} intersecting pairs")
+    if warnings:
+        problems.append(f"{warnings} warning{'s' if warnings > 1 else ''} (Report)")
+    if not problems:
+        layout.label(text="No penetrations or intersections")
+        return
+    col = layout.column(align=True)
+    col.alert = bool(intersections or warnings)  # a penetration alone may be within thickness
+    line = ", ".join(problems)
+    wrapped_label(col, context, line[:1].upper() + line[1:], icon="ERROR" if col.alert else
+                  "NONE", inset=BOX_INSET)
+
+
+class PHYSICS_PT_cloth_solver_report(ClothSolverPanel, bpy.types.Panel):
+    """The last bake's whole report (what the operator reported), one item a paragraph: closed
+    by default, as the Bake panel's box shows the figures an artist reads at a glance."""
+
+    bl_label = "Report"
+    bl_parent_id = "PHYSICS_PT_cloth_solver_bake"
+    bl_options = {"DEFAULT_CLOSED"}
+    role = {"CLOTH", "COLLIDER", "YARN"}
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and bool(context.scene.cloth_solver.last_report)
+
+    def draw(self, context):
+        layout = self.layout
+        last = last_bake(context.scene)
+        items = last.get("details") or [context.scene.cloth_solver.last_report]
+        for item in items:
+            wrapped_label(layout, context, item[:1].upper() + item[1:])
 
 
 # A label longer than its row is cut in the middle ("Compiling solve…irst bake only)…"), and
@@ -489,7 +576,7 @@ classes = (CLOTH_SOLVER_MT_presets, CLOTH_SOLVER_MT_presets_remove, PHYSICS_PT_c
            PHYSICS_PT_cloth_solver_sewing, PHYSICS_PT_cloth_solver_collisions,
            PHYSICS_PT_cloth_solver_quality,
            PHYSICS_PT_cloth_solver_wind, PHYSICS_PT_cloth_solver_bake,
-           PHYSICS_PT_cloth_solver_performance)
+           PHYSICS_PT_cloth_solver_report, PHYSICS_PT_cloth_solver_performance)
 
 
 def register():

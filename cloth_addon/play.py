@@ -28,6 +28,7 @@ import bpy
 
 from . import bake, bake_status
 from .errors import BakeError
+from .formats import frame_range
 
 # Longest a frame change waits for the frame it moved to (the frame being simulated): short
 # enough that Esc and the UI are answered meanwhile.
@@ -251,9 +252,10 @@ def status_text(scene) -> str:
         return f"Simulate on Play: {failed}"
     if s is None or s.scene != scene:
         return ""
-    last = s.job.frame_start + s.frames
-    return (f"Played frames {s.job.frame_start}-{last} in memory; Bake Cloth keeps them"
-            if s.frames else "Simulate on Play: starting…")
+    if not s.frames:
+        return "Simulate on Play: starting…"
+    played = frame_range(s.job.frame_start, s.job.frame_start + s.frames)
+    return f"Played frames {played} in memory; Bake Cloth keeps them"
 
 
 @bpy.app.handlers.persistent

@@ -22,7 +22,7 @@ from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorPro
 
 from ..solver import (CLOTH_MODELS, INTEGRATOR_NAMES, QUALITY_DOCS, QUALITY_NAMES, SOLVERS, Collider,
                       FieldSpec, SolverSettings, Wind, YarnParams, load_preset, preset_info)
-from . import bake_status
+from . import bake_status, units
 from .convert import (COLLIDER_PROPS, MATERIAL_DISPLAYS, MATERIAL_SPECS,  # noqa: F401 (re-export)
                       OPTIONAL_FALLBACK, display_prop_name, from_display, prop_name, to_display)
 from .bake_status import cloth_settings_changed, role_changed, scene_settings_changed
@@ -239,6 +239,28 @@ def _solver_spec(name: str) -> FieldSpec:
     return next(f.metadata["spec"] for f in dataclasses.fields(SolverSettings) if f.name == name)
 
 
+def _collider_thickness_mm() -> FloatProperty:
+    """The collider's Thickness as the panel shows it: in mm, as the cloth's thickness, the
+    stored value (``thickness``, in scene units as Blender's Collision Thickness Outer) seen
+    through the scene's unit scale, so nothing new is stored and old files keep their value."""
+
+    def metres_per_unit() -> float:
+        scene = getattr(bpy.context, "scene", None)
+        return units.metres_per_unit(scene) if scene is not None else 1.0
+
+    def get(self):
+        return 1e3 * self.thickness * metres_per_unit()
+
+    def set(self, value):
+        self.thickness = value / (1e3 * metres_per_unit())
+
+    return FloatProperty(
+        name="Thickness (mm)", default=1e3 * _collider_default("thickness"), min=0.0,
+        soft_max=50.0, precision=2, step=10, get=get, set=set,
+        description="Collision margin around the collider's surface [mm] (stored in the "
+                    "scene's units: thickness)")
+
+
 THREADS_MODE_ITEMS = (
     ("AUTO", "Auto-Detect", "As many threads as the cores that other programs leave free, "
                             "judged at every frame"),
@@ -339,15 +361,17 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
             precision=4, step=0.1, unit="LENGTH", update=cloth_settings_changed,
             description="Collision margin around the collider's surface (a length in the "
                         "scene's units, like every Blender length)"),
+        "thickness_display": _collider_thickness_mm(),
         "friction": FloatProperty(
             name="Friction", default=_collider_default("friction"), min=0.0, max=10.0,
             update=cloth_settings_changed,
             description="Coulomb friction coefficient between cloth and this collider"),
         "use_collision_modifier": BoolProperty(
-            name="Collision Modifier as Collider", default=True, update=role_changed,
-            description="With the role None, an enabled Collision modifier (Physics > "
-                        "Collision) makes this object a collider, with its Thickness Outer and "
-                        "Friction mapped to ours; off: Bake Cloth ignores this object"),
+            name="Cloth Collides with This Object", default=True, update=role_changed,
+            description="Bake Cloth's cloth collides with this object through its Collision "
+                        "modifier (Physics > Collision, enabled; the role None), with the "
+                        "modifier's Thickness Outer and Friction. Off: Bake Cloth ignores this "
+                        "object (Blender's own cloth still collides with it)"),
         # ---- bake record (written by Bake Cloth, read by Free Bake and the UI) ----
         "is_baked": BoolProperty(name="Baked", default=False),
         "bake_frame_start": IntProperty(name="Baked From", default=0),
@@ -425,9 +449,12 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
             description="Air speed [m/s] that one unit of a force field's Strength stands for "
                         "(Blender's strength has no physical unit; 1000 = 10 m/s by default)"),
         "use_collision_modifiers": BoolProperty(
-            name="Collision Modifiers", default=True, update=scene_settings_changed,
-            description="Objects with Blender's Collision modifier and the role None act as "
-                        "colliders (Thickness Outer and Friction mapped to ours)"),
+            name="Cloth Collides with All (Scene)", default=True, update=scene_settings_changed,
+            description="A switch for the whole scene: Bake Cloth's cloth collides with every "
+                        "object of the role None that has an enabled Collision modifier (unless "
+                        "its own With This Object is off). Off: Bake Cloth ignores every "
+                        "Collision modifier of this scene; objects with the role Collider still "
+                        "collide"),
         "bake_to": EnumProperty(
             name="Bake To", default="SHAPE_KEYS",
             items=[("SHAPE_KEYS", "Shape Keys", "One shape key per frame, stored in the .blend"),
@@ -446,6 +473,10 @@ class ClothSolverSceneSettings(bpy.types.PropertyGroup):
             description="Folder of the disk caches (// = the .blend file's folder)"),
         "last_report": StringProperty(name="Last Bake", default="",
                                       description="Summary of the last bake"),
+        "last_bake": StringProperty(
+            default="", options={"HIDDEN"},
+            description="The last bake's figures and report items, as JSON (the panel's "
+                        "short summary and its Report sub-panel)"),
         # ---- performance (as Blender's Render > Performance > Threads) ----
         "threads_mode": EnumProperty(
             name="Threads Mode", items=THREADS_MODE_ITEMS, default="AUTO",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..solver import SolverSettings, YarnColliders, YarnSolver, YarnStepError, build_yarn_model
+from .formats import frame_range
 from .runner import UNFINISHED  # step(): the frame goes on at the next call
 
 MODEL = "yarn"
@@ -94,7 +95,7 @@ class YarnRun:
                     self._frame_start = (steps, refinements, wall + time.perf_counter() - t0)
                     return UNFINISHED
         except YarnStepError as err:
-            self.result.error = f"frame {f}: {err}; frames 0-{f - 1} are kept."
+            self.result.error = f"frame {f}: {err}; frames {frame_range(0, f - 1)} are kept."
             return None
         self._frame_steps = 0
         if not np.isfinite(self.sim.x).all():

@@ -125,21 +125,21 @@ def test_cancel_says_when_there_was_no_previous_bake():
     frame = op._job.scene_frame
     op._job.cancel_requested = True  # the panel's Cancel (Esc does the same)
     assert run_modal(cls, op) == {"CANCELLED"}
-    assert op.reports == [({"WARNING"}, f"Bake cancelled at frame {frame} of 1–48; nothing "
+    assert op.reports == [({"WARNING"}, f"Bake cancelled at frame {frame} of 1-48; nothing "
                                         "was written (there was no previous bake)")]
     assert obj.data.shape_keys is None and _live_modifiers(obj) == []
     assert bpy.context.scene.frame_current == 1  # the user's frame back
 
 
 def test_the_progress_counts_the_bakes_own_frames():
-    """Frames 1-48 read "frame 16 of 1–48" once frame 16 is simulated (not "15/47")."""
+    """Frames 1-48 read "frame 16 of 1-48" once frame 16 is simulated (not "15/47")."""
     cloth(n=4, pins=[12, 15], frames=(1, 48))
     job = addon().cloth_addon.bake.BakeJob(bpy.context)
-    assert job.progress_text() == "frame 1 of 1–48"
+    assert job.progress_text() == "frame 1 of 1-48"
     job.start()
     advance(job, 15)
     assert job.frames_kept >= 15
-    assert job.progress_text() == f"frame {1 + job.frames_kept} of 1–48"
+    assert job.progress_text() == f"frame {1 + job.frames_kept} of 1-48"
     job.cancel()
     assert job.runner.join(timeout=30.0)
 
