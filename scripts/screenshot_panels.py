@@ -21,8 +21,12 @@ docs/ui/:
 - ``material_edited.png``: Denim applied (its own weft: the toggle on), then the bending
   stiffness edited ("Denim (edited)");
 - ``cloth_baked.png``: after *Bake Cloth* (the bake record);
+- ``bake_report.png``: the Bake sub-panel's Report sub-panel opened (the bake's whole summary):
+  that sub-panel alone;
 - ``bake_outdated.png``: after the floor collider moved;
 - ``collider_collision_modifier.png``: the floor, a Collision modifier acting as a collider;
+- ``collider.png``: the floor given the role Collider (its Thickness in mm, Friction, and the
+  scene's last bake, which it took part in);
 - ``sewing.png``: the cloth with Sewing on, its sub-panel opened (it starts closed, like
   Blender's own Shape panel): that sub-panel alone;
 - ``knit_swatch.png``: a 4 × 3 swatch of the repeat k3p1 made by Add > Knit Swatch with Yarn
@@ -55,6 +59,8 @@ from window_areas import properties_area  # noqa: E402
 
 OUT = sys.argv[sys.argv.index("--") + 1]
 WIDTH = 320  # px: Blender's default Properties editor at resolution scale 1
+REPORT_ROWS = 230  # px: the Report sub-panel's header and items
+COLLIDER_ROWS = 474  # px: the Cloth Solver panel of a collider, its Bake sub-panel
 
 
 def build():
@@ -167,6 +173,9 @@ def steps():
         bpy.ops.cloth_solver.bake()
     yield 1.0
     shot("cloth_baked", win, area)
+    with opened(bpy.types.PHYSICS_PT_cloth_solver_report):
+        yield 1.0
+        shot("bake_report", win, area, rows=slice(-REPORT_ROWS, None))
     floor.location.z = 0.2
     yield 1.0
     print("STATUS after move", cloth.cloth_solver.bake_outdated, flush=True)
@@ -174,6 +183,10 @@ def steps():
     bpy.context.view_layer.objects.active = floor
     yield 1.0
     shot("collider_collision_modifier", win, area)
+    floor.cloth_solver.role = "COLLIDER"
+    yield 1.0
+    shot("collider", win, area, rows=slice(-COLLIDER_ROWS, None))  # below Blender's panels
+    floor.cloth_solver.role = "NONE"
     bpy.context.view_layer.objects.active = cloth
     cloth.cloth_solver.use_sewing = True
     with opened(bpy.types.PHYSICS_PT_cloth_solver_sewing):
