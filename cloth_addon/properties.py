@@ -384,7 +384,10 @@ class ClothSolverObjectSettings(bpy.types.PropertyGroup):
         "bake_created_action": StringProperty(default=""),
         "bake_muted_modifiers": StringProperty(default=""),
         "bake_model": StringProperty(name="Model", default=""),
-        "bake_time": FloatProperty(name="Bake Time (s)", default=0.0),
+        "bake_time": FloatProperty(
+            name="Bake Time (s)", default=0.0,
+            description="Wall time of the bake's simulation of this object, writing the keys "
+                        "included (for a bake of one simulation, the summary's time)"),
         "bake_max_strain": FloatProperty(name="Max Strain", default=0.0, subtype="FACTOR"),
         "bake_deepest_penetration": FloatProperty(
             name="Deepest Penetration (m)", default=0.0, unit="LENGTH",
