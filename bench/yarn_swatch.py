@@ -10,10 +10,11 @@ frame of Kaldor's swatch takes seconds to a minute, its relaxation minutes: a fe
 what a frame costs.
 
 With ``--baseline TREE`` (a checkout of an older commit, e.g. ``git worktree add``), each of
-``--repeat`` rounds runs the baseline's own ``bench/yarn_swatch.py`` and then this one, each in
-a fresh process, one after the other: on a shared machine only such interleaved runs compare
-(docs/yarn.md). ``--json`` writes every run, the medians and their ratio, and how far apart the
-two trees' points end (the last round's).
+``--repeat`` rounds runs the baseline's own ``run`` and this one's in two processes side by
+side and takes their frames in turn, one frame at a time: on a shared machine only frames taken
+next to each other compare (docs/yarn.md). ``--json`` writes every run and frame, the median
+seconds per frame, the median ratio of a frame to the baseline's frame beside it, the load,
+and how far apart the two trees' points end (the last round's, when both knit the same points).
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_swatch.py --sizes 32 --courses 42 --frames 3
 """
@@ -107,40 +108,107 @@ def _line(r: dict) -> str:
             f"closest {r['closest_diameters']:.2f} D")
 
 
-# What a fresh process runs in a tree: that tree's own ``run`` (older trees have it too), each
-# size's last positions kept (from the Simulation it makes) to compare the trees' results
-_ROUND = """
-import json, sys
+# What a worker process runs in a tree: that tree's own ``run`` (older trees have it too, with
+# their own frame loop: ``YarnSimulation.advance`` before the yarn model went through
+# ``simulation.Simulation``), every frame of the measured swatch held until the parent says
+# "go" on stdin, then timed and reported on stdout; the swatch's last positions are saved to
+# compare the trees' results
+_WORKER = """
+import json, os, sys, time
 import numpy as np
 sys.path.insert(0, "bench")
 import yarn_swatch
 import solver.simulation as simulation
-made = []
-_init = simulation.Simulation.__init__
-def init(self, *a, **k):
-    _init(self, *a, **k)
-    made.append(self)
-simulation.Simulation.__init__ = init
+import solver.yarn as yarn
+gate = {{"on": False, "inside": False, "last": None}}
+def gated(fn):
+    def wrapper(self, *a, **k):
+        if not gate["on"] or gate["inside"]:
+            return fn(self, *a, **k)
+        print("@@ready", flush=True)
+        sys.stdin.readline()
+        gate["inside"], gate["last"] = True, self
+        load = os.getloadavg()[0]
+        t, c = time.perf_counter(), time.process_time()
+        try:
+            return fn(self, *a, **k)
+        finally:
+            gate["inside"] = False
+            print("@@frame " + json.dumps({{"s": time.perf_counter() - t,
+                                            "cpu_s": time.process_time() - c,
+                                            "load": load}}), flush=True)
+    return wrapper
+simulation.Simulation.step = gated(simulation.Simulation.step)
+if hasattr(yarn, "YarnSimulation"):
+    yarn.YarnSimulation.advance = gated(yarn.YarnSimulation.advance)
 yarn_swatch.run(3, 1)
-rows = []
-for i, n in enumerate({sizes}):
-    rows.append(yarn_swatch.run(n, {frames}, courses={courses}))
-    np.save({out!r} + f".{{i}}.npy", made[-1].solver.x)
-open({out!r}, "w").write(json.dumps(rows))
+gate["on"] = True
+row = yarn_swatch.run({n}, {frames}, courses={courses})
+sim = gate["last"]
+np.save({out!r}, getattr(sim, "solver", sim).x)
+print("@@row " + json.dumps(row), flush=True)
 """
 
 
-def _subprocess(tree: Path, sizes: list[int], frames: int, courses: int | None):
-    """Run ``tree``'s ``run`` for ``sizes`` in a fresh process; (its rows, each size's
-    positions at the end (P, 3) [m])."""
+class _Worker:
+    """One tree's ``run`` in a process of its own, stepping a frame when told to."""
+
+    def __init__(self, tree: Path, n: int, frames: int, courses: int | None, out: str):
+        code = _WORKER.format(n=n, frames=frames, courses=courses, out=out)
+        self.proc = subprocess.Popen([sys.executable, "-c", code], cwd=tree, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def expect(self, tag: str) -> str:
+        """The rest of the next line starting with ``@@tag`` (other output is passed on)."""
+        for line in self.proc.stdout:
+            if line.startswith("@@" + tag):
+                return line[len(tag) + 2:].strip()
+            print(line, end="")
+        raise RuntimeError(f"the worker ended before '{tag}' (exit {self.proc.wait()})")
+
+    def frame(self) -> dict:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return json.loads(self.expect("frame"))
+
+
+def _interleaved(trees: dict, n: int, frames: int, courses: int | None) -> tuple[dict, dict]:
+    """Both trees' swatches relaxed side by side, then their frames taken in turn (the first
+    to go alternates from frame to frame), so each pair of frames ran under the same load;
+    (each tree's row with its frames, each tree's last positions (P, 3) [m])."""
     import numpy as np
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = str(Path(tmp) / "rows.json")
-        code = _ROUND.format(frames=frames, courses=courses, sizes=sizes, out=out)
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=tree)
-        return (json.loads(Path(out).read_text()),
-                [np.load(f"{out}.{i}.npy") for i in range(len(sizes))])
+        workers = {name: _Worker(tree, n, frames, courses, str(Path(tmp) / f"{name}.npy"))
+                   for name, tree in trees.items()}
+        for w in workers.values():
+            w.expect("ready")
+        timed = {name: [] for name in trees}
+        names = list(trees)
+        for f in range(frames):
+            for name in (names if f % 2 == 0 else names[::-1]):
+                timed[name].append(workers[name].frame())
+                if f + 1 < frames:
+                    workers[name].expect("ready")
+        rows = {}
+        for name, w in workers.items():
+            r = json.loads(w.expect("row"))
+            # the row's own wall time counts the waits for the other tree's frames
+            wall = sum(f["s"] for f in timed[name]) / frames
+            scale = r["frame_s"] / wall
+            rows[name] = {**r, "frame_s": wall,
+                          "frame_cpu_s": sum(f["cpu_s"] for f in timed[name]) / frames,
+                          "contact_share": r["contact_share"] * scale,
+                          "pairs_share": r["pairs_share"] * scale,
+                          "interleaved_frames": timed[name]}
+            if w.proc.wait() != 0:
+                raise RuntimeError(f"the {name} worker failed")
+        return rows, {name: np.load(str(Path(tmp) / f"{name}.npy")) for name in trees}
+
+
+def _commit(tree: Path) -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=tree,
+                          capture_output=True, text=True).stdout.strip()
 
 
 def main() -> None:
@@ -157,39 +225,54 @@ def main() -> None:
     if args.baseline is not None:
         import numpy as np
 
-        here = Path(__file__).resolve().parent.parent
+        trees = {"baseline": args.baseline.resolve(), "this": Path(__file__).resolve().parent.parent}
         runs = {"baseline": [], "this": []}
         last = {}
         for k in range(args.repeat):
-            for name, tree in (("baseline", args.baseline.resolve()), ("this", here)):
-                rows, last[name] = _subprocess(tree, args.sizes, args.frames, args.courses)
-                runs[name].append(rows)
-                for r in rows:
-                    print(f"round {k + 1} {name:>8}: {_line(r)}", flush=True)
+            for name in runs:
+                runs[name].append([])
+            for i, n in enumerate(args.sizes):
+                rows, last[n] = _interleaved(trees, n, args.frames, args.courses)
+                for name, r in rows.items():
+                    runs[name][k].append(r)
+                    print(f"round {k + 1} {name:>8}: {_line(r)}  frames "
+                          + " ".join(f"{f['s']:.2f}" for f in r["interleaved_frames"]), flush=True)
         summary = {}
         for i, n in enumerate(args.sizes):
-            med = {name: statistics.median(rows[i]["frame_s"] for rows in runs[name])
-                   for name in runs}
-            # CPU time follows the work done more closely than the wall on a shared machine
-            cpu = {name: statistics.median(rows[i]["frame_cpu_s"] for rows in runs[name])
-                   for name in runs}
-            # how far this tree's result lies from the baseline's after the frames [m]
-            apart = np.linalg.norm(last["this"][i] - last["baseline"][i], axis=1)
+            frames = {name: [f for rows in runs[name] for f in rows[i]["interleaved_frames"]]
+                      for name in runs}
+            # each frame against the baseline's frame taken next to it, under the same load
+            pair = [t["s"] / b["s"] for t, b in zip(frames["this"], frames["baseline"])]
+            pair_cpu = [t["cpu_s"] / b["cpu_s"] for t, b in zip(frames["this"], frames["baseline"])]
+            med = {name: statistics.median(f["s"] for f in frames[name]) for name in runs}
+            cpu = {name: statistics.median(f["cpu_s"] for f in frames[name]) for name in runs}
+            loads = [f["load"] for name in runs for f in frames[name]]
+            x = {name: last[n][name] for name in runs}
+            # how far this tree's result lies from the baseline's after the frames [m] (none
+            # when the trees knit the swatch with different points)
+            apart = (np.linalg.norm(x["this"] - x["baseline"], axis=1)
+                     if x["this"].shape == x["baseline"].shape else None)
             summary[f"{n}x{args.courses or n}"] = {
+                "baseline_commit": _commit(trees["baseline"]),
                 "baseline_frame_s": med["baseline"], "frame_s": med["this"],
-                "ratio": med["this"] / med["baseline"],
+                "ratio": statistics.median(pair), "ratio_range": [min(pair), max(pair)],
                 "frame_cpu_s": cpu["this"], "baseline_frame_cpu_s": cpu["baseline"],
-                "cpu_ratio": cpu["this"] / cpu["baseline"],
-                "frame_s_runs": [rows[i]["frame_s"] for rows in runs["this"]],
-                "baseline_frame_s_runs": [rows[i]["frame_s"] for rows in runs["baseline"]],
+                "cpu_ratio": statistics.median(pair_cpu),
+                "frame_s_runs": [f["s"] for f in frames["this"]],
+                "baseline_frame_s_runs": [f["s"] for f in frames["baseline"]],
                 "steps_per_frame": runs["this"][0][i]["steps_per_frame"],
                 "baseline_steps_per_frame": runs["baseline"][0][i]["steps_per_frame"],
-                "apart_mean_m": float(apart.mean()), "apart_max_m": float(apart.max()),
-                "load": os.getloadavg()}
+                "points": runs["this"][0][i]["points"],
+                "baseline_points": runs["baseline"][0][i]["points"],
+                "apart_mean_m": None if apart is None else float(apart.mean()),
+                "apart_max_m": None if apart is None else float(apart.max()),
+                # the machine's 1-minute load as each frame started (this run's own busy
+                # process counts in it), least, median and most
+                "load": [min(loads), statistics.median(loads), max(loads)]}
             print(f"{n} x {args.courses or n}: {med['this']:.2f} s/frame against "
-                  f"{med['baseline']:.2f} s ({med['this'] / med['baseline']:.2f}x; CPU "
-                  f"{cpu['this'] / cpu['baseline']:.2f}x); the points "
-                  f"{1e3 * apart.mean():.2f} mm apart on average, {1e3 * apart.max():.2f} at most")
+                  f"{med['baseline']:.2f} s ({statistics.median(pair):.2f}x, frame by frame "
+                  f"{min(pair):.2f}-{max(pair):.2f}; CPU {statistics.median(pair_cpu):.2f}x), "
+                  f"load {min(loads):.1f}-{max(loads):.1f}")
         save_json(args.json, {"runs": runs, "sizes": summary,
                               "threads": os.environ.get("NUMBA_NUM_THREADS")})
         return
