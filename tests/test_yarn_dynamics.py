@@ -95,6 +95,34 @@ def test_fast_projection_with_glued_ends_converges_as_fast_as_without():
     assert (x[sw.top_course] == sw.positions[sw.top_course]).all()
 
 
+def test_a_ties_solve_skips_only_what_is_zero():
+    """A tie's column of the border is solved only where A⁻¹ has not decayed to zero
+    (rods._thomas_solve_sparse): on a long chain with a yarn break and a pinned stretch
+    (off = 0), rows at both ends, close together and far apart, it equals the full Thomas
+    solve bit for bit and is zero outside the intervals it reports."""
+    from solver.yarn.rods import _thomas_factor, _thomas_solve, _thomas_solve_sparse
+
+    rng = np.random.default_rng(3)
+    S = 6000
+    diag = 2.0 + rng.random(S)
+    off = -rng.uniform(0.5, 0.95, S)       # decays a few tenths per row, as in a knit
+    off[[2500, 4000, 4001, 4002]] = 0.0    # a yarn's end; a pinned stretch
+    cp, inv_den = np.empty(S), np.empty(S)
+    _thomas_factor(diag, off, cp, inv_den)
+    for rows in ([0, 1], [S - 1], [3, 2490, 5999], [1200, 1201, 1203, 4001], [4500]):
+        r = np.zeros(S)
+        r[rows] = rng.normal(size=len(rows))
+        full = r.copy()
+        _thomas_solve(off, cp, inv_den, full)
+        window = np.zeros((len(rows), 2), np.int64)
+        _thomas_solve_sparse(off, cp, inv_den, r, np.array(sorted(rows)), window)
+        assert (r == full).all()
+        inside = np.zeros(S, bool)
+        for lo, hi in window:
+            inside[lo:hi] = True
+        assert (full[~inside] == 0.0).all() and inside.sum() < S // 2
+
+
 def test_free_fall_is_undamped_and_lengths_hold():
     """A bent yarn falling freely: gravity only, no contact; the non-rigid filter and the
     projection leave the centre of mass falling at g."""

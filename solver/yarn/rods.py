@@ -306,11 +306,89 @@ def _segment_matrix(seg, inv_mass, compliance, e, diag, off, rhs):
 
 
 @njit
-def _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, rows, vals, U):
+def _thomas_solve_sparse(off, cp, inv_den, r, rs, window):
+    """_thomas_solve for a right-hand side r (S,) that is zero but at the rows rs (n,)
+    (ascending), sweeping only where the solution is not zero; window (n, 2) receives the
+    intervals [lo, hi) outside which r is zero on return (unused ones (0, 0)).
+
+    A⁻¹ of the segments' matrix decays along the yarn (a few tenths per segment in a knit's
+    loops) and is cut at a yarn's end and at a pinned segment (off = 0): a sweep from a zero
+    right-hand side stays exactly zero, and once a value has decayed to zero it stays zero
+    until the next row of rs, so each sweep jumps over such stretches (a tie's solve then
+    covers a thousand or so segments next to each of its points, not the whole knit). Every
+    value computed is the full sweep's, bit for bit; the rest are zero, as the full sweep
+    computes them (up to the sign of a zero)."""
+    S = r.shape[0]
+    n = rs.shape[0]
+    a = np.empty(n, np.int64)      # the forward sweep's intervals [a, b) of values
+    b = np.empty(n, np.int64)
+    m = 0
+    j = 0
+    k = rs[0]
+    start = k
+    while True:
+        if k == 0:
+            r[0] *= inv_den[0]
+        else:
+            r[k] = (r[k] - off[k - 1] * r[k - 1]) * inv_den[k]
+        while j < n and rs[j] <= k:
+            j += 1
+        if r[k] == 0.0 and (j == n or rs[j] > k + 1):
+            a[m] = start
+            b[m] = k + 1
+            m += 1
+            if j == n:
+                break
+            k = rs[j]              # zero up to the next row
+            start = k
+            continue
+        k += 1
+        if k == S:
+            a[m] = start
+            b[m] = S
+            m += 1
+            break
+    for i in range(n):
+        window[i, 0] = window[i, 1] = 0
+    w = 0
+    i = m - 1
+    top = b[i]
+    k = b[i] - 1
+    while True:
+        if k + 1 < S:
+            r[k] -= cp[k] * r[k + 1]
+        if k < a[i]:
+            if i > 0 and k < b[i - 1]:
+                i -= 1             # the tail runs into the interval below
+            elif r[k] == 0.0:      # decayed to zero: zero down to the interval below
+                window[w, 0] = k
+                window[w, 1] = top
+                w += 1
+                i -= 1
+                if i < 0:
+                    break
+                top = b[i]
+                k = b[i] - 1
+                continue
+        k -= 1
+        if k < 0:
+            window[w, 0] = 0
+            window[w, 1] = top
+            break
+
+
+@njit
+def _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, rows, vals, U,
+                window):
     """The border B (S × T) the ties add to the segments' matrix: tie t meets segment k at a
     shared point p with weight w_p·(±e_k)·(±e_t) [1/kg], stored as rows (T, 4) (segment, −1
-    where none) and vals (T, 4); and U (T, S) = A⁻¹B row by row (A factored in cp, inv_den)."""
+    where none) and vals (T, 4); and U (T, S) = A⁻¹B row by row (A factored in cp, inv_den),
+    zero outside the intervals window[t] (T, 4, 2) [lo, hi) (on entry: the last call's, or
+    (0, 0), where U is cleared first)."""
     for t in range(ties.shape[0]):
+        for i in range(4):
+            U[t, window[t, i, 0]:window[t, i, 1]] = 0.0
+            window[t, i, 0] = window[t, i, 1] = 0
         n = 0
         for q in range(2):
             p = ties[t, q]
@@ -325,10 +403,10 @@ def _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, row
                     e[k, 0] * tie_e[t, 0] + e[k, 1] * tie_e[t, 1]
                     + e[k, 2] * tie_e[t, 2])
                 n += 1
-        U[t, :] = 0.0
         for m in range(n):
             U[t, rows[t, m]] += vals[t, m]
-        _thomas_solve(off, cp, inv_den, U[t])
+        if n > 0:
+            _thomas_solve_sparse(off, cp, inv_den, U[t], np.sort(rows[t, :n]), window[t])
 
 
 @njit
@@ -440,7 +518,8 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
     tie_c = np.empty(T)
     rows = np.full((T, 4), -1, np.int64)
     vals = np.zeros((T, 4))
-    U = np.empty((T, S))        # row t: A⁻¹ times the border's column t
+    U = np.zeros((T, S))        # row t: A⁻¹ times the border's column t
+    window = np.zeros((T, 4, 2), np.int64)   # where each row of U is not zero
     schur = np.empty((T, T))
     y = np.empty(T)
     worst = 0.0
@@ -463,12 +542,13 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
             # the ties' multipliers y from the Schur complement of the bordered system; the
             # segments' are A⁻¹r − U·y
             _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, rows,
-                        vals, U)
+                        vals, U, window)
             _tie_schur(ties, inv_mass, tie_e, tie_c, rhs, rows, vals, U, schur, y)
             y[:] = np.linalg.solve(schur, y)
-            for k in prange(S):
-                for t in range(T):
-                    rhs[k] -= U[t, k] * y[t]
+            for t in range(T):     # U is zero outside its windows; each k takes t in order
+                for i in range(4):
+                    for k in range(window[t, i, 0], window[t, i, 1]):
+                        rhs[k] -= U[t, k] * y[t]
         _apply_corrections(x, inv_mass, seg_in, seg_out, e, rhs, lam, ties, tie_e, y)
         if soft:
             break
