@@ -10,9 +10,8 @@ from solver.yarn.contact import _penalty, clearance
 from solver.yarn import knit_swatch, loop_regions
 from solver.yarn.damping import filter_nonrigid
 from solver.yarn.dynamics import GUARD
-from solver.yarn.rods import (Segments, bending_matrix, frame_turn_force, lumped_masses,
-                              point_segments, project_lengths, rest_bending_force,
-                              rest_curvature)
+from solver.yarn.rods import (Segments, bending_matrix, curvature_force, lumped_masses,
+                              point_segments, project_lengths, rest_curvature)
 from yarns import D, P, relaxed_swatch, solver, straight, swatch_solver
 
 
@@ -234,7 +233,7 @@ def test_revised_filter_stops_slow_non_rigid_motion_and_brakes_fast_motion_by_a_
 
 def test_bending_force_is_the_gradient_of_its_energy_and_has_no_torque():
     """½·B·Σ|g − R(x)·ḡ|²/l̄ about a rest curvature carried in each point's frame: the bending
-    matrix, the frozen-frame force and the frame's turning (frame_turn_force) together are its
+    matrix, the frozen-frame force and the frame's turning (curvature_force) together are its
     exact gradient (central differences), and they exert no net torque on a yarn."""
     n, B = 24, 1e-8
     s_ = np.linspace(0, 4 * np.pi, n)
@@ -251,10 +250,10 @@ def test_bending_force_is_the_gradient_of_its_energy_and_has_no_torque():
         now = rest_curvature(y, seg.seg, si, so, seg.rest)   # g in its frame: |g − Rḡ| = |now − ḡ|
         return 0.5 * B * (((now - gbar) ** 2).sum(axis=1) / lbar)[inner].sum()
 
+    frozen = -(K @ x)
+    curvature_force(x, seg.seg, si, so, seg.rest, gbar, B, frozen, turn=False)
     f = -(K @ x)
-    rest_bending_force(x, seg.seg, si, so, seg.rest, gbar, B, f)
-    frozen = f.copy()
-    frame_turn_force(x, seg.seg, si, so, seg.rest, gbar, B, f)
+    curvature_force(x, seg.seg, si, so, seg.rest, gbar, B, f)
     eps = 1e-9
     grad = np.zeros_like(x)
     for i in range(n):

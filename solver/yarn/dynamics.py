@@ -6,7 +6,7 @@ the solver registry as "yarn". One step of length h, Kaldor's revised order (Fig
 the bending implicit and the guarantees below:
 
 1. forces at the start of the step: gravity, yarn–yarn contact with its damping (contact.py)
-   and the rest curvature's part of the bending (rods.rest_bending_force, frame_turn_force),
+   and the rest curvature's part of the bending (rods.curvature_force),
    v* = v + h·M⁻¹·f;
 2. the bending's quadratic part (rods.bending_matrix) and the soft pins' goal springs by
    backward Euler: (M + h²(K + K_pin))·v = M·v* − h·K·x − h·K_pin·(x − goal), one prefactored
@@ -58,7 +58,8 @@ from .contact import (SegmentTree, apply_friction, contact_pass, min_clearance, 
                       segment_motion)
 from .damping import FilterRegions, filter_regions
 from .model import YarnModel
-from .rods import frame_turn_force, Segments, project_lengths, rest_bending_force, rest_curvature
+from .rods import (BendingWork, ProjectionWork, Segments, curvature_force, project_lengths,
+                   rest_curvature)
 from .stability import ContactFrequency, contact_springs
 
 # The longest step where the settings give none: a whole number of steps per frame at 24, 25
@@ -237,6 +238,8 @@ class YarnSolver:
         self._margin = stepping.pair_margin * model.radius
         self._contact_at: tuple | None = None
         self._layouts: dict = {}   # the filter's regions laid out (_laid_out)
+        self._projection_work = None   # project_lengths' scratch arrays
+        self._bending_work = None      # curvature_force's
         self._forces_at: tuple | None = None   # (the contact pass, forces(x, v)) of the last
         self._factors: OrderedDict[float, object] = OrderedDict()
         self._frequency = ContactFrequency(model.mass, free)
@@ -392,10 +395,10 @@ class YarnSolver:
             return made[1]
         f = m.mass[:, None] * self.gravity[None, :] + fc
         s = self.segments
-        rest_bending_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
-                           m.params.bend_stiffness, f)
-        frame_turn_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
-                         m.params.bend_stiffness, f)
+        if self._bending_work is None:
+            self._bending_work = BendingWork(len(x))
+        curvature_force(x, s.seg, m.seg_in, m.seg_out, s.rest, m.rest_curvature,
+                        m.params.bend_stiffness, f, self._bending_work)
         f.flags.writeable = False
         self._forces_at = (self._contact_at, f)
         return f
@@ -463,9 +466,12 @@ class YarnSolver:
         the last solve, multipliers λ (S,))."""
         m = self.model
         lam = np.zeros(len(self.rest))
+        if self._projection_work is None:
+            self._projection_work = ProjectionWork(len(self.rest), len(m.ties), len(xn))
         its, worst = project_lengths(xn, inv_mass, m.segments.seg, self.rest,
                                      self._compliance(h), lam, PROJECTION_TOLERANCE,
-                                     PROJECTION_ITERATIONS, m.ties, m.tie_rest)
+                                     PROJECTION_ITERATIONS, m.ties, m.tie_rest,
+                                     self._projection_work)
         return its, worst, lam
 
     def _unconstrained(self, x, v, f, h, goals):

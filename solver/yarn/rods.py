@@ -70,7 +70,7 @@ def bending_matrix(segments: Segments, n_points: int, bend_stiffness: float,
     curvature vector is g = e_b/ℓ_b − e_a/ℓ_a (rest lengths ℓ: while the length constraints hold,
     |g| = 2 sin(θ/2) for the turning angle θ, so |g| ≈ κ·l̄ with l̄ = (ℓ_a + ℓ_b)/2), and the
     bending energy is E = ½·B·Σ |g − ḡ|²/l̄ ≈ ½·B·∫|κ − κ̄|² ds with ḡ the rest curvature
-    (``rest_bending_force``). Its part ½·B·Σ|g|²/l̄ is quadratic in the points, like Kaldor's
+    (``curvature_force``). Its part ½·B·Σ|g|²/l̄ is quadratic in the points, like Kaldor's
     eq. 4.4 with a straight rest shape: K is constant and its implicit step one prefactored
     solve; the rest curvature's part is a force. Points of ``limp`` (indices) do not bend.
     """
@@ -176,7 +176,7 @@ def _curvature_frame(x, p, seg, seg_in, seg_out, rest, out):
 def rest_curvature(x, seg, seg_in, seg_out, rest):
     """Every point's curvature g in its own frame (t, n, t × n) (``_curvature_frame``),
     (P, 3); zero at yarn ends and straight points. Taken at the rest shape, it is the rest
-    curvature ḡ of ``rest_bending_force``."""
+    curvature ḡ of ``curvature_force``."""
     P = x.shape[0]
     out = np.zeros((P, 3))
     for p in prange(P):
@@ -186,42 +186,6 @@ def rest_curvature(x, seg, seg_in, seg_out, rest):
                 out[p, q] = fr[0, 0] * fr[q + 1, 0] + fr[0, 1] * fr[q + 1, 1] \
                     + fr[0, 2] * fr[q + 1, 2]
     return out
-
-
-@njit(parallel=True)
-def rest_bending_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, force):
-    """Add the rest curvature's bending force to ``force`` (P, 3) [N].
-
-    E = ½·B·Σ|g − ḡ|²/l̄ = ½·xᵀK·x (bending_matrix, stepped implicitly) − B·Σ g·ḡ/l̄ + const;
-    this is the force of the middle term, B/l̄·∂g/∂x·ḡ, with ḡ = curvature[p] (P, 3) placed in
-    the point's current frame (rest_curvature) so that it turns with the yarn, the frame held
-    fixed; frame_turn_force adds the part from the frame turning. Computed per point (each
-    gathers the terms of itself and its two neighbours), in parallel."""
-    P = x.shape[0]
-    q = np.zeros((P, 3))      # B/l̄·ḡ placed in the frame at every point
-    for p in prange(P):
-        fr = np.empty((4, 3))
-        if curvature[p, 0] == 0.0 and curvature[p, 1] == 0.0 and curvature[p, 2] == 0.0:
-            continue
-        if not _curvature_frame(x, p, seg, seg_in, seg_out, rest, fr):
-            continue
-        w = bend_stiffness / (0.5 * (rest[seg_in[p]] + rest[seg_out[p]]))
-        for r in range(3):
-            q[p, r] = w * (curvature[p, 0] * fr[1, r] + curvature[p, 1] * fr[2, r]
-                           + curvature[p, 2] * fr[3, r])
-    for p in prange(P):
-        ka = seg_in[p]
-        kb = seg_out[p]
-        if ka >= 0 and kb >= 0:          # p the middle point: −(1/ℓ_a + 1/ℓ_b)
-            s = 1.0 / rest[ka] + 1.0 / rest[kb]
-            for r in range(3):
-                force[p, r] -= s * q[p, r]
-        if ka >= 0:                      # p the far end of its previous point's stencil
-            for r in range(3):
-                force[p, r] += q[seg[ka, 0], r] / rest[ka]
-        if kb >= 0:                      # p the near end of its next point's stencil
-            for r in range(3):
-                force[p, r] += q[seg[kb, 1], r] / rest[kb]
 
 
 @njit
@@ -246,12 +210,12 @@ def _thomas_solve(off, cp, inv_den, r):
         r[k] -= cp[k] * r[k + 1]
 
 
-@njit(parallel=True)
+@njit
 def _segment_constraints(x, seg, target, compliance, lam, e, viol, rhs):
     """Each segment's constraint at x (P, 3) [m]: its gradient direction e (S, 3) = e_k/ℓ_k
     [1], relative violation viol (S,) = |C_k|/ℓ_k and right-hand side rhs (S,) = −C_k −
     compliance_k·λ_k [m], with C_k = (|e_k|² − ℓ_k²)/(2ℓ_k), ℓ = target (S,) [m]."""
-    for k in prange(seg.shape[0]):
+    for k in range(seg.shape[0]):
         a = seg[k, 0]
         b = seg[k, 1]
         l0 = target[k]
@@ -284,13 +248,13 @@ def _tie_constraints(x, ties, tie_len, length0, tie_e, tie_c, worst):
     return worst
 
 
-@njit(parallel=True)
+@njit
 def _segment_matrix(seg, inv_mass, compliance, e, diag, off, rhs):
     """The segments' tridiagonal matrix ∇C·M⁻¹·∇Cᵀ + diag(compliance) [1/kg]:
     diag (S,), off (S,) coupling k and k + 1 where they share a point; a segment with both
     ends pinned gets diag 1 and rhs 0 (nothing can move)."""
     S = seg.shape[0]
-    for k in prange(S):
+    for k in range(S):
         a = seg[k, 0]
         b = seg[k, 1]
         g2 = e[k, 0] ** 2 + e[k, 1] ** 2 + e[k, 2] ** 2
@@ -389,6 +353,7 @@ def _tie_border(ties, inv_mass, seg_in, seg_out, e, tie_e, off, cp, inv_den, row
         for i in range(4):
             U[t, window[t, i, 0]:window[t, i, 1]] = 0.0
             window[t, i, 0] = window[t, i, 1] = 0
+            rows[t, i] = -1
         n = 0
         for q in range(2):
             p = ties[t, q]
@@ -443,14 +408,14 @@ def _tie_schur(ties, inv_mass, tie_e, tie_c, rhs, rows, vals, U, schur, y):
             y[t] = 0.0
 
 
-@njit(parallel=True)
+@njit
 def _apply_corrections(x, inv_mass, seg_in, seg_out, e, rhs, lam, ties, tie_e, y):
     """Move x (P, 3) [m] by the multipliers' corrections: segment k's δλ_k = rhs[k] [m·kg]
     along ±e_k at its points, tie t's y[t] along ±tie_e[t], each times the point's inverse
     mass (P,) [1/kg]; λ (S,) accumulates δλ."""
-    for k in prange(rhs.shape[0]):
+    for k in range(rhs.shape[0]):
         lam[k] += rhs[k]
-    for q in prange(x.shape[0]):
+    for q in range(x.shape[0]):
         w = inv_mass[q]
         k = seg_in[q]
         if k >= 0:
@@ -468,8 +433,27 @@ def _apply_corrections(x, inv_mass, seg_in, seg_out, e, rhs, lam, ties, tie_e, y
             x[b, r] += inv_mass[b] * tie_e[t, r] * y[t]
 
 
-@njit(parallel=True)
-def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len):
+class ProjectionWork:
+    """Scratch arrays of project_lengths for S segments, T ties and P points, kept from call
+    to call: fresh arrays of this size cost more than the projection's own sweeps (their
+    memory is handed back to the system when freed and its pages are faulted in again at every
+    call: about 0.8 ms a call for Kaldor's 42 × 32, against 0.3 ms for a Newton iteration).
+    The ties' solves (U, zero outside window) carry over from call to call."""
+
+    def __init__(self, S: int, T: int, P: int):
+        self.shape = (S, T, P)
+        self.arrays = (
+            np.empty(S), np.zeros(S), np.empty(S), np.empty((S, 3)), np.empty(S),  # diag, off,
+            np.empty(S), np.empty(S),                        # rhs, e, viol, cp, inv_den
+            np.empty(P, np.int64), np.empty(P, np.int64),    # seg_in, seg_out
+            np.empty((T, 3)), np.empty(T),                   # tie_e, tie_c
+            np.full((T, 4), -1, np.int64), np.zeros((T, 4)),  # rows, vals
+            np.zeros((T, S)), np.zeros((T, 4, 2), np.int64),  # U, window
+            np.empty((T, T)), np.empty(T))                   # schur, y
+
+
+def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len,
+                    work: ProjectionWork | None = None):
     """Fast projection of the segment lengths onto ``target`` [m] (Goldenthal et al. 2007,
     Algorithm 1 with lumped mass, as Kaldor §4.3.1), in place on x (P, 3).
 
@@ -491,37 +475,34 @@ def project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ti
     Args:
         inv_mass: (P,) [1/kg], 0 for pinned points.
         tol: stop when max |C_k|/ℓ_k ≤ tol (hard constraints only; ties included).
+        work: the scratch arrays (ProjectionWork) to use; new ones when None or sized for
+            another problem.
 
     Returns:
         (iterations, max relative violation before the last solve).
     """
+    shape = (seg.shape[0], ties.shape[0], x.shape[0])
+    if work is None or work.shape != shape:
+        work = ProjectionWork(*shape)
+    return _project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties,
+                            tie_len, *work.arrays)
+
+
+@njit
+def _project_lengths(x, inv_mass, seg, target, compliance, lam, tol, max_iter, ties, tie_len,
+                     diag, off, rhs, e, viol, cp, inv_den, seg_in, seg_out, tie_e, tie_c, rows,
+                     vals, U, window, schur, y):
+    """project_lengths in the scratch arrays of a ProjectionWork (off[k] couples segments k
+    and k + 1; U row t: A⁻¹ times the border's column t, zero outside window[t])."""
     S = seg.shape[0]
-    P = x.shape[0]
     T = ties.shape[0]
-    diag = np.empty(S)
-    off = np.zeros(S)           # off[k] couples k and k + 1
-    rhs = np.empty(S)
-    e = np.empty((S, 3))
-    viol = np.empty(S)
-    cp = np.empty(S)
-    inv_den = np.empty(S)
     # the segments ending and starting at each point, so the corrections are applied per
     # point in parallel (in the order a loop over the segments would: the ending one first)
-    seg_in = np.full(P, -1, np.int64)
-    seg_out = np.full(P, -1, np.int64)
+    seg_in[:] = -1
+    seg_out[:] = -1
     for k in range(S):
         seg_out[seg[k, 0]] = k
         seg_in[seg[k, 1]] = k
-    # the ties' gradients (direction over length at their second point), their rows of the
-    # border (the segments at their points: segment row, weight), the border's solves
-    tie_e = np.empty((T, 3))
-    tie_c = np.empty(T)
-    rows = np.full((T, 4), -1, np.int64)
-    vals = np.zeros((T, 4))
-    U = np.zeros((T, S))        # row t: A⁻¹ times the border's column t
-    window = np.zeros((T, 4, 2), np.int64)   # where each row of U is not zero
-    schur = np.empty((T, T))
-    y = np.empty(T)
     worst = 0.0
     it = 0
     soft = False
@@ -685,33 +666,93 @@ def _frame_turn(x, p, seg, seg_in, seg_out, rest, gbar, fr, grad, idx):
     return True
 
 
+class BendingWork:
+    """Scratch arrays of curvature_force for P points, kept from call to call (fresh ones, 3
+    MB for Kaldor's 42 × 32, have their pages faulted in again at every call)."""
+
+    def __init__(self, P: int):
+        self.P = P
+        self.q = np.empty((P, 3))
+        self.contrib = np.empty((P, 5, 3))
+        self.where = np.empty((P, 5), np.int64)
+
+
+def curvature_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, force,
+                    work: BendingWork | None = None, turn: bool = True):
+    """Add the rest curvature's bending force to ``force`` (P, 3) [N].
+
+    E = ½·B·Σ|g − ḡ|²/l̄ = ½·xᵀK·x (bending_matrix, stepped implicitly) − B·Σ g·ḡ/l̄ + const;
+    this is the force of the middle term, B/l̄·∂g/∂x·ḡ, with ḡ = curvature[p] (P, 3) placed in
+    the point's current frame (rest_curvature) so that it turns with the yarn, the frame held
+    fixed; and, with ``turn``, the force from the frame turning with the yarn, B/l̄·∂φ/∂x
+    (_frame_turn). With both and the bending matrix the bending force is the exact gradient of
+    ½·B·Σ|g − R(x)ḡ|²/l̄: it does no work around a closed path and no net torque. Without the
+    turn a knit at rest spins, and its bending feeds a motion that grows (docs/yarn.md, "Rest
+    state"). Each point's frame is made once (_frame_terms, in parallel); the frozen-frame
+    terms are gathered per point in parallel, the turn's added in point order (the same at
+    every thread count). ``work``: the scratch arrays (BendingWork); new ones when None."""
+    if work is None or work.P != x.shape[0]:
+        work = BendingWork(x.shape[0])
+    _frame_terms(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, work.q,
+                 work.contrib, work.where)
+    _add_frozen(seg, seg_in, seg_out, rest, work.q, force)
+    if turn:
+        _add_turn(work.contrib, work.where, force)
+
+
 @njit(parallel=True)
-def frame_turn_force(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, force):
-    """Add the rest curvature's force from its frame turning with the yarn, B/l̄·∂φ/∂x
-    (_frame_turn), to ``force`` (P, 3) [N]. With rest_bending_force and the bending matrix the
-    bending force is then the exact gradient of ½·B·Σ|g − R(x)ḡ|²/l̄: it does no work around a
-    closed path and no net torque. Without it a knit at rest spins, and its bending feeds a
-    motion that grows (docs/yarn.md, "Rest state"). Per point in parallel, then added in
-    point order (the same at every thread count)."""
-    P = x.shape[0]
-    contrib = np.zeros((P, 5, 3))
-    where = np.full((P, 5), -1, np.int64)
-    for p in prange(P):
+def _frame_terms(x, seg, seg_in, seg_out, rest, curvature, bend_stiffness, q, contrib, where):
+    """Per point p, from its frame (_curvature_frame): q[p] (3,) = B/l̄·ḡ placed in the frame
+    [N·m], and the frame's turning contrib[p] (5, 3) = B/l̄·∂φ/∂x [N] on the points where[p]
+    (5,) (−1: none); q 0 and where −1 where p has no rest curvature or no frame."""
+    for p in prange(x.shape[0]):
+        for r in range(3):
+            q[p, r] = 0.0
+        for i in range(5):
+            where[p, i] = -1
         if curvature[p, 0] == 0.0 and curvature[p, 1] == 0.0 and curvature[p, 2] == 0.0:
             continue
         fr = np.empty((4, 3))
         if not _curvature_frame(x, p, seg, seg_in, seg_out, rest, fr):
             continue
+        w = bend_stiffness / (0.5 * (rest[seg_in[p]] + rest[seg_out[p]]))
+        for r in range(3):
+            q[p, r] = w * (curvature[p, 0] * fr[1, r] + curvature[p, 1] * fr[2, r]
+                           + curvature[p, 2] * fr[3, r])
         grad = np.empty((5, 3))
         idx = np.empty(5, np.int64)
         if not _frame_turn(x, p, seg, seg_in, seg_out, rest, curvature[p], fr, grad, idx):
             continue
-        w = bend_stiffness / (0.5 * (rest[seg_in[p]] + rest[seg_out[p]]))
         for i in range(5):
             where[p, i] = idx[i]
             for r in range(3):
                 contrib[p, i, r] = w * grad[i, r]
-    for p in range(P):
+
+
+@njit(parallel=True)
+def _add_frozen(seg, seg_in, seg_out, rest, q, force):
+    """Add the frozen-frame force B/l̄·∂g/∂x·ḡ (q (P, 3) from _frame_terms) to force (P, 3)
+    [N]: each point gathers the terms of itself and its two neighbours, in parallel."""
+    for p in prange(force.shape[0]):
+        ka = seg_in[p]
+        kb = seg_out[p]
+        if ka >= 0 and kb >= 0:          # p the middle point: −(1/ℓ_a + 1/ℓ_b)
+            s = 1.0 / rest[ka] + 1.0 / rest[kb]
+            for r in range(3):
+                force[p, r] -= s * q[p, r]
+        if ka >= 0:                      # p the far end of its previous point's stencil
+            for r in range(3):
+                force[p, r] += q[seg[ka, 0], r] / rest[ka]
+        if kb >= 0:                      # p the near end of its next point's stencil
+            for r in range(3):
+                force[p, r] += q[seg[kb, 1], r] / rest[kb]
+
+
+@njit
+def _add_turn(contrib, where, force):
+    """Add the frames' turning (contrib (P, 5, 3) on the points where (P, 5), from
+    _frame_terms) to force (P, 3) [N], in point order."""
+    for p in range(where.shape[0]):
         for i in range(5):
             q = where[p, i]
             if q >= 0:
