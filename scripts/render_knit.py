@@ -11,7 +11,7 @@ Run (the bpy wheel of .venv, Cycles on the CPU):
 
     NUMBA_CACHE_DIR=$PWD/.cache/numba-py311 .venv/bin/python scripts/render_knit.py \\
         [--out docs/knit_rib.png] [--frames 24] [--stitches 12] [--samples 32] [--over-sphere]
-        [--friction 0.3]
+        [--friction 0.3] [--blend out/knit.blend]
 """
 
 from __future__ import annotations
@@ -80,6 +80,8 @@ def main() -> None:
                     help="Yarn Friction of the swatch (Add > Knit Swatch; 0: Kaldor's model)")
     ap.add_argument("--over-sphere", action="store_true",
                     help="lay the swatch flat over a sphere collider (docs/knit_sphere.png)")
+    ap.add_argument("--blend", type=Path, default=None,
+                    help="also save the baked scene, camera and lights (to measure or look at)")
     args = ap.parse_args()
     import dev_addon
     dev_addon.scratch_user_resources(Path(tempfile.mkdtemp(prefix="cloth_solver_user_")))
@@ -105,6 +107,8 @@ def main() -> None:
     rs.camera(bpy, scene, eye, aim, lens=50.0, clip_start=0.005)
     rs.sun_and_sky(bpy, scene, (60, 15, -35), 3.0, (0.75, 0.75, 0.78), 0.7)
     rs.cycles(scene, (480, 480), args.samples, denoise=None)
+    if args.blend:
+        bpy.ops.wm.save_as_mainfile(filepath=str(args.blend.resolve()), copy=True)
     t0 = time.perf_counter()
     frames = Path(tempfile.mkdtemp())
     halves = []
