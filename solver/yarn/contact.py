@@ -180,6 +180,8 @@ def approach(motion, i, j):
 # friction held yarns in the spot where the contact pressed them hardest, where the grip that
 # holds them grows with the press, and a hanging rib's loops pinched shut within a second.
 GRIP_DEPTH = 0.6
+# −f′(GRIP_DEPTH), the cap on −f′ (d³ as a product, the value numba's d ** 3 gives in a kernel)
+GRIP_PUSH = 2.0 / (GRIP_DEPTH * GRIP_DEPTH * GRIP_DEPTH) - 2.0 * GRIP_DEPTH
 
 # Fixed pieces of the candidate list a contact pass works through in parallel, each summing
 # into its own force buffer: the sums, hence the results, are the same at every thread count.
@@ -208,210 +210,288 @@ def _measure_skipped(x, seg, seg_len, seg_yarn, seg_arc, pairs, reach, diameter,
         c_best[c] = best
 
 
+@njit(inline="always")
+def _closest_direction(x, a0, a1, b0, b1, cs, ct):
+    """Unit vector (3 floats) from segment (a0, a1)'s point at parameter cs to segment (b0, b1)'s
+    at ct, positions x (P, 3) [m]: the direction onto which a pair's grip is summed (zero if the
+    points coincide)."""
+    mx = (1 - ct) * x[b0, 0] + ct * x[b1, 0] - (1 - cs) * x[a0, 0] - cs * x[a1, 0]
+    my = (1 - ct) * x[b0, 1] + ct * x[b1, 1] - (1 - cs) * x[a0, 1] - cs * x[a1, 1]
+    mz = (1 - ct) * x[b0, 2] + ct * x[b1, 2] - (1 - cs) * x[a0, 2] - cs * x[a1, 2]
+    ml = np.sqrt(mx * mx + my * my + mz * mz)
+    if ml > 0.0:
+        mx, my, mz = mx / ml, my / ml, mz / ml
+    return mx, my, mz
+
+
+@njit(inline="always")
+def _penalty_terms(dd, dia, inv_dia):
+    """The penalty of eq. 4.8 at a sample pair dd = dist² [m²] apart, in contact distance dia
+    [m] (inv_dia = 1/dia), from one root and one division (_penalty's values, to rounding).
+
+    Returns:
+        (1/dist [1/m], d = dist/dia, f(d) = 1/d² + d² − 2, f″(d) = 6/d⁴ + 2, f′(d) = −2/d³ + 2d),
+        all but the first dimensionless.
+    """
+    dist = np.sqrt(dd)
+    inv = 1.0 / dist
+    d = dist * inv_dia
+    id1 = dia * inv
+    id2 = id1 * id1
+    return inv, d, id2 + d * d - 2.0, 6.0 * id2 * id2 + 2.0, -2.0 * id2 * id1 + 2.0 * d
+
+
+@njit(inline="always")
+def _sample_force(nx, ny, nz, push, uvx, uvy, uvz, c_t, c_n):
+    """The force (fx, fy, fz) [N] on the second sample of a touching sample pair: the
+    penalty's ``push`` [N] along the unit normal n (from the first sample to the second) and the
+    damping of eq. 4.10, −c_t·Δv − c_n·(n·Δv)·n, with Δv = (uvx, uvy, uvz) [m/s] the second
+    sample's velocity relative to the first and c_t, c_n [N·s/m]."""
+    vn = c_n * (nx * uvx + ny * uvy + nz * uvz)
+    return (push * nx - c_t * uvx - vn * nx, push * ny - c_t * uvy - vn * ny,
+            push * nz - c_t * uvz - vn * nz)
+
+
+@njit(inline="always")
+def _pair_samples(xs, vs, i, j, n_quad, dia, push_scale, grip, c_t, c_n, mx, my, mz,
+                  moments):
+    """The contact of segments i and j's sample pairs closer than their contact distance ``dia``.
+
+    Args:
+        xs, vs: sample positions [m] and velocities [m/s] (S, n_quad, 3) (``_samples``).
+        push_scale: k·ℓi·ℓj·w/dia [N], the penalty's push per unit of −f′(d); grip: the most
+            −f′(d) the grip takes from one sample pair (GRIP_PUSH).
+        c_t = 2·ℓi·ℓj·w·k_dt, c_n = 2·ℓi·ℓj·w·(k_dn − k_dt) [N·s/m] (eq. 4.10).
+        (mx, my, mz): unit direction of the segments' closest points.
+        moments: only whether it is None matters: None leaves the second moments 0.
+
+    Returns:
+        ((f, s·f, t·f): the sums over the touching samples of the force f [N] on the second
+        segment's sample and of its shares s·f, t·f of the segments' second ends (3 floats
+        each), (the same sums of f″(d) weighted by 1, s, t, s², t², s·t), Σf(d), the grip [N]
+        (the pushes, each capped, along (mx, my, mz)), touching samples, least d = dist/dia
+        (1 if none)).
+    """
+    d2pair = dia * dia
+    inv_dia = 1.0 / dia
+    ftx = fty = ftz = fsx = fsy = fsz = fbx = fby = fbz = 0.0
+    kt = ks = kb = kss = ktt = kst = 0.0
+    e_pair = f_normal = 0.0
+    touching = 0
+    d_low = 1.0
+    for qa in range(n_quad):
+        s = (qa + 0.5) / n_quad
+        for qb in range(n_quad):
+            dx = xs[j, qb, 0] - xs[i, qa, 0]
+            dy = xs[j, qb, 1] - xs[i, qa, 1]
+            dz = xs[j, qb, 2] - xs[i, qa, 2]
+            dd = dx * dx + dy * dy + dz * dz
+            if dd >= d2pair or dd <= 1e-24 * d2pair:
+                continue
+            t = (qb + 0.5) / n_quad
+            inv, d, f, kk, fp = _penalty_terms(dd, dia, inv_dia)
+            e_pair += f
+            touching += 1
+            d_low = min(d_low, d)
+            kt += kk
+            ks += s * kk
+            kb += t * kk
+            if moments is not None:
+                kss += s * s * kk
+                ktt += t * t * kk
+                kst += s * t * kk
+            nx, ny, nz = dx * inv, dy * inv, dz * inv
+            push = -push_scale * fp     # −dE/d(dist) > 0 pushes the second sample away
+            f_normal += min(push, push_scale * grip) * (nx * mx + ny * my + nz * mz)
+            fx, fy, fz = _sample_force(nx, ny, nz, push, vs[j, qb, 0] - vs[i, qa, 0],
+                                       vs[j, qb, 1] - vs[i, qa, 1], vs[j, qb, 2] - vs[i, qa, 2],
+                                       c_t, c_n)
+            ftx += fx
+            fty += fy
+            ftz += fz
+            fsx += s * fx
+            fsy += s * fy
+            fsz += s * fz
+            fbx += t * fx
+            fby += t * fy
+            fbz += t * fz
+    return ((ftx, fty, ftz, fsx, fsy, fsz, fbx, fby, fbz), (kt, ks, kb, kss, ktt, kst), e_pair,
+            f_normal, touching, d_low)
+
+
+@njit(inline="always")
+def _add_shares(buf, a0, a1, b0, b1, f, kq, kscale):
+    """Add a pair's force shares [N] and stiffness shares [N/m] to a piece's buffer (P, 4).
+
+    ``f`` and ``kq`` are _pair_samples' sums: the second segment's samples take f, its second
+    end t·f and its first f − t·f; the first segment's the opposite, by s; the stiffness shares
+    follow the same weights times kscale = k·ℓi·ℓj·w/dia² [N/m]."""
+    ftx, fty, ftz, fsx, fsy, fsz, fbx, fby, fbz = f
+    kt, ks, kb = kq[0], kq[1], kq[2]
+    buf[a0, 0] += fsx - ftx
+    buf[a0, 1] += fsy - fty
+    buf[a0, 2] += fsz - ftz
+    buf[a0, 3] += (kt - ks) * kscale
+    buf[a1, 0] -= fsx
+    buf[a1, 1] -= fsy
+    buf[a1, 2] -= fsz
+    buf[a1, 3] += ks * kscale
+    buf[b0, 0] += ftx - fbx
+    buf[b0, 1] += fty - fby
+    buf[b0, 2] += ftz - fbz
+    buf[b0, 3] += (kt - kb) * kscale
+    buf[b1, 0] += fbx
+    buf[b1, 1] += fby
+    buf[b1, 2] += fbz
+    buf[b1, 3] += kb * kscale
+
+
+@njit(inline="always")
+def _touching_pair(x, xs, vs, seg, seg_len, k, i, j, cs, ct, dia, k_contact, k_dn, k_dt,
+                   n_quad, w, buf, normal_force, moments):
+    """The contact of pair k (segments i, j, closest points at parameters cs, ct, closer than
+    its contact distance ``dia`` [m]; w = 1/n_quad², a sample pair's weight; other arguments as
+    contact_pass): its forces and stiffness shares added to the piece's buf (P, 4), its grip
+    written to normal_force[k] [N] and, unless moments is None, its stiffness moments to
+    moments[k] (6,) [N/m].
+
+    Returns:
+        (energy [J], touching sample pairs, least d = dist/dia of its samples (1 if none)).
+    """
+    a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
+    mx, my, mz = _closest_direction(x, a0, a1, b0, b1, cs, ct)
+    scale = seg_len[i] * seg_len[j] * w
+    push_scale = k_contact * scale * (1.0 / dia)
+    f, kq, e_pair, f_normal, touching, d_low = _pair_samples(
+        xs, vs, i, j, n_quad, dia, push_scale, GRIP_PUSH, 2.0 * scale * k_dt,
+        2.0 * scale * (k_dn - k_dt), mx, my, mz, moments)
+    if touching == 0:
+        return 0.0, 0, 1.0
+    kscale = k_contact * scale / (dia * dia)
+    if moments is not None:
+        for r in range(6):
+            moments[k, r] = kq[r] * kscale
+    normal_force[k] = f_normal
+    _add_shares(buf, a0, a1, b0, b1, f, kq, kscale)
+    return k_contact * scale * e_pair, touching, d_low
+
+
+# Not inlined: inside contact_pass's parallel loop its callees' returned tuples failed numba's
+# array analysis (an AssertionError, numba 0.68); one call per piece costs nothing measurable.
+@njit
+def _contact_piece(x, xs, vs, seg, seg_len, seg_yarn, seg_arc, pairs, reach, start, stop,
+                   diameter, k_contact, k_dn, k_dt, n_quad, buf, normal_force, closest,
+                   moments, margin, motion):
+    """contact_pass over the pairs start:stop in order, adding into the piece's buf (P, 4).
+
+    With ``motion`` (Kaldor's scheduler, [Kaldor2011] §6.3.1), a pair whose distance bound
+    margin[k] − approach(motion, i, j) stays positive cannot touch: it is skipped without its
+    distance, margin[k] keeps that bound, and the least distance it can have (reach + bound, if
+    under a diameter) is remembered for contact_pass's second look. Every pair measured gets
+    margin[k] = its distance − reach[k].
+
+    Returns:
+        (energy [J], touching sample pairs, least d = dist/reach (1 if none), least squared
+        distance measured [m²] (diameter² if none closer), least distance [m] a skipped
+        non-neighbour pair can have within a diameter (inf if none)).
+    """
+    gap = NEIGHBOUR_GAP * diameter
+    w = 1.0 / (n_quad * n_quad)    # a sample pair's weight
+    energy = 0.0
+    touching = 0
+    d_low = 1.0
+    best = diameter * diameter
+    low = np.inf
+    for k in range(start, stop):
+        i = pairs[k, 0]
+        j = pairs[k, 1]
+        normal_force[k] = 0.0
+        if moments is not None:
+            moments[k, 0] = 0.0
+        if motion is not None:
+            bound = margin[k] - approach(motion, i, j)
+            if bound > 0.0:
+                margin[k] = bound
+                lowest = reach[k] + bound     # the least distance it can have [m]
+                if lowest < low and lowest < diameter and \
+                        not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+                    low = lowest
+                continue
+        if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
+            continue
+        d2, cs, ct = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
+                                     load(x, seg[j, 0]), load(x, seg[j, 1]))
+        if motion is not None:
+            margin[k] = np.sqrt(d2) - reach[k]
+        closest[k, 0] = cs
+        closest[k, 1] = ct
+        if d2 >= diameter * diameter:
+            continue
+        best = min(best, d2)
+        if d2 >= reach[k] * reach[k]:
+            continue
+        e, n, d = _touching_pair(x, xs, vs, seg, seg_len, k, i, j, cs, ct, reach[k], k_contact,
+                                 k_dn, k_dt, n_quad, w, buf, normal_force, moments)
+        energy += e
+        touching += n
+        d_low = min(d_low, d)
+    return energy, touching, d_low, best, low
+
+
 @njit(parallel=True)
 def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_contact, k_dn,
                  k_dt, n_quad, force, stiffness, normal_force, closest, moments, margin=None,
                  motion=None):
     """``contact_forces`` and ``min_clearance`` in one pass over the candidate pairs, in
-    parallel: the exact segment–segment distance of each pair is the clearance and rejects the
-    pair before sampling when it is a diameter or more; sample positions and velocities are
-    interpolated once per segment, and a sample pair's square distance rejects it before the
-    square root.
+    ``PASS_CHUNKS`` fixed pieces in parallel (_contact_piece), each adding into a buffer of its
+    own, the buffers then added in piece order: the result is the same at every thread count.
+    A pair's exact segment distance is the clearance and rejects it before sampling when it is
+    a diameter or more; samples are interpolated once per segment (_samples).
 
-    The pairs are worked through in ``PASS_CHUNKS`` fixed pieces, in parallel, each adding its
-    pairs' forces and stiffness shares in pair order into a buffer of its own; the buffers are
-    then added point by point in piece order, so the sums (and the result) are the same at
-    every thread count. Arguments and units as ``contact_forces``, except that each pair
-    touches within its own contact distance ``reach`` (K,) [m] (RestContacts.reach: 2r, or
-    less for a pair pressed together in the rest state) instead of 2r: the penalty of a sample
-    pair is f(dist/reach) and its stiffness scales as 1/reach². Also written per pair, for
-    the friction of the step (``apply_friction``): ``normal_force`` (K,) [N], the penalty's
-    push along the segments' closest-point direction (0 where the pair does not touch), and
-    ``closest`` (K, 2), the segment parameters (s, t) of the closest points (written for the
-    pairs measured, which include every pair that touches); for the estimate
-    of the contact's highest frequency (stability.contact_springs), ``moments`` (K, 6) [N/m]
-    or None (not computed: most passes do without): the sums over the pair's touching samples of k_q,
-    k_q·s, k_q·t, k_q·s², k_q·t², k_q·s·t, with k_q the sample's stiffness
-    k·ℓi·ℓj·w·f″(d)/(2r)² and (s, t) its segment parameters (only column 0 is written, as 0,
-    for a pair that does not touch).
+    Arguments and units as ``contact_forces``, except that pair k touches within its own
+    contact distance reach[k] [m] (RestContacts.reach: 2r, or less for a pair pressed together
+    at rest): a sample pair's penalty is f(dist/reach), its stiffness scales as 1/reach². Also
+    written per pair: ``normal_force`` (K,) [N], the grip for ``apply_friction`` (the pushes,
+    each at most its value at GRIP_DEPTH, along the closest points' direction; 0 if it does
+    not touch); ``closest`` (K, 2), the closest points' segment parameters (s, t) of every pair
+    measured (every touching one is); ``moments`` (K, 6) [N/m] or None (not computed), for
+    stability.contact_springs: over the touching samples, Σ k_q·(1, s, t, s², t², s·t) with
+    k_q = k·ℓi·ℓj·w·f″(d)/reach² (only column 0 is written, as 0, where it does not touch).
 
-    Kaldor's scheduler ([Kaldor2011] §6.3.1: a lower bound of each pair's distance, updated by
-    how far its segments move, instead of a measurement of every pair at every step), if
-    ``margin`` (K,) [m] is given: a lower bound of each pair's distance less its reach at the
-    positions ``motion`` (S, 5) starts from (segment_motion; at the pair search, the distance
-    near_pairs found less the reach). Less the most the pair's segments can have come closer
-    since (``approach``), it is a bound at x; a pair whose bound stays positive cannot touch
-    and is skipped without its distance. ``margin`` is updated in place to hold a bound at x:
-    that one, or the measured distance less the reach. The clearance stays exact: a skipped
-    pair whose bound is below the closest distance measured is measured afterwards.
+    Kaldor's scheduler if ``margin`` (K,) [m] is given: a lower bound of each pair's distance
+    less its reach where ``motion`` (S, 5) starts (segment_motion; at the pair search, the
+    distance near_pairs found less the reach); pairs it proves apart are skipped
+    (_contact_piece) and it is updated in place to a bound at x. The clearance stays exact:
+    a skipped pair whose bound is below the closest distance measured is measured afterwards.
 
     Returns:
-        (energy [J], sample pairs in contact, smallest d = dist/2r of the samples (1 if none),
-        clearance [m]: smallest non-neighbour segment distance, 2r if none is closer).
+        (energy [J], sample pairs in contact, smallest d = dist/reach of the samples (1 if
+        none), clearance [m]: smallest non-neighbour segment distance, 2r if none is closer).
     """
     diameter = 2.0 * radius
-    d2max = diameter * diameter
-    gap = NEIGHBOUR_GAP * diameter
-    w = 1.0 / (n_quad * n_quad)
     S = seg.shape[0]
-    P = x.shape[0]
     xs = np.empty((S, n_quad, 3))
     vs = np.empty((S, n_quad, 3))
     _samples(x, v, seg, n_quad, xs, vs)
     K = pairs.shape[0]
     C = PASS_CHUNKS
     size = (K + C - 1) // C
-    buf = np.zeros((C, P, 4))     # per piece: force (3) [N] and stiffness share [N/m]
+    buf = np.zeros((C, x.shape[0], 4))     # per piece: force (3) [N] and stiffness share [N/m]
     c_energy = np.zeros(C)
     c_touch = np.zeros(C, np.int64)
     c_dmin = np.ones(C)
-    c_best = np.full(C, d2max)
-    # per piece: the least lower bound [m] of the distances of the pairs skipped within reach
+    c_best = np.full(C, diameter * diameter)
     c_low = np.full(C, np.inf)
     for c in prange(C):
-        energy = 0.0
-        touching = 0
-        d_low = 1.0
-        best = d2max
-        low = np.inf
-        for k in range(c * size, min(K, (c + 1) * size)):
-            i = pairs[k, 0]
-            j = pairs[k, 1]
-            normal_force[k] = 0.0
-            if moments is not None:
-                moments[k, 0] = 0.0
-            if motion is not None:
-                bound = margin[k] - approach(motion, i, j)
-                if bound > 0.0:
-                    margin[k] = bound
-                    lowest = reach[k] + bound     # the least distance it can have [m]
-                    if lowest < low and lowest < diameter and \
-                            not _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
-                        low = lowest
-                    continue
-            if _excluded(i, j, seg_yarn, seg_arc, seg_len, gap):
-                continue
-            a0, a1, b0, b1 = seg[i, 0], seg[i, 1], seg[j, 0], seg[j, 1]
-            d2, cs, ct = segment_segment(load(x, a0), load(x, a1), load(x, b0), load(x, b1))
-            if motion is not None:
-                margin[k] = np.sqrt(d2) - reach[k]
-            closest[k, 0] = cs
-            closest[k, 1] = ct
-            if d2 >= d2max:
-                continue
-            best = min(best, d2)
-            dia = reach[k]
-            d2pair = dia * dia
-            if d2 >= d2pair:
-                continue
-            inv_dia = 1.0 / dia
-            # the closest points' direction, onto which the samples' pushes are summed
-            mx = (1 - ct) * x[b0, 0] + ct * x[b1, 0] - (1 - cs) * x[a0, 0] - cs * x[a1, 0]
-            my = (1 - ct) * x[b0, 1] + ct * x[b1, 1] - (1 - cs) * x[a0, 1] - cs * x[a1, 1]
-            mz = (1 - ct) * x[b0, 2] + ct * x[b1, 2] - (1 - cs) * x[a0, 2] - cs * x[a1, 2]
-            ml = np.sqrt(mx * mx + my * my + mz * mz)
-            if ml > 0.0:
-                mx, my, mz = mx / ml, my / ml, mz / ml
-            scale = seg_len[i] * seg_len[j] * w
-            # sums over the touching samples of the force f and of s·f and t·f (the shares of
-            # the segments' second ends; the first ends' are f − s·f, f − t·f), and likewise of
-            # the stiffness, kept in registers and added to the piece's buffer once
-            ftx = fty = ftz = fsx = fsy = fsz = fbx = fby = fbz = 0.0
-            kt = ks = kb = kss = ktt = kst = 0.0
-            e_pair = 0.0
-            f_normal = 0.0
-            push_scale = k_contact * scale * inv_dia
-            grip = 2.0 / GRIP_DEPTH ** 3 - 2.0 * GRIP_DEPTH
-            c_t = 2.0 * scale * k_dt
-            c_n = 2.0 * scale * (k_dn - k_dt)
-            for qa in range(n_quad):
-                s = (qa + 0.5) / n_quad
-                for qb in range(n_quad):
-                    dx = xs[j, qb, 0] - xs[i, qa, 0]
-                    dy = xs[j, qb, 1] - xs[i, qa, 1]
-                    dz = xs[j, qb, 2] - xs[i, qa, 2]
-                    dd = dx * dx + dy * dy + dz * dz
-                    if dd >= d2pair or dd <= 1e-24 * d2pair:
-                        continue
-                    t = (qb + 0.5) / n_quad
-                    # one root and one division per sample: f(d), f′(d), f″(d) and the normal
-                    # from 1/dist (the same values as _penalty's, to rounding)
-                    dist = np.sqrt(dd)
-                    inv = 1.0 / dist
-                    d = dist * inv_dia
-                    id1 = dia * inv
-                    id2 = id1 * id1
-                    e_pair += id2 + d * d - 2.0
-                    touching += 1
-                    d_low = min(d_low, d)
-                    kk = 6.0 * id2 * id2 + 2.0
-                    kt += kk
-                    ks += s * kk
-                    kb += t * kk
-                    if moments is not None:
-                        kss += s * s * kk
-                        ktt += t * t * kk
-                        kst += s * t * kk
-                    nx, ny, nz = dx * inv, dy * inv, dz * inv
-                    # −dE/d(dist): positive pushes the second sample away from the first
-                    push = -push_scale * (-2.0 * id2 * id1 + 2.0 * d)
-                    # the grip friction may use: the push, but no more than at GRIP_DEPTH
-                    f_normal += min(push, push_scale * grip) * (nx * mx + ny * my + nz * mz)
-                    uvx = vs[j, qb, 0] - vs[i, qa, 0]
-                    uvy = vs[j, qb, 1] - vs[i, qa, 1]
-                    uvz = vs[j, qb, 2] - vs[i, qa, 2]
-                    vn = c_n * (nx * uvx + ny * uvy + nz * uvz)
-                    fx = push * nx - c_t * uvx - vn * nx
-                    fy = push * ny - c_t * uvy - vn * ny
-                    fz = push * nz - c_t * uvz - vn * nz
-                    ftx += fx
-                    fty += fy
-                    ftz += fz
-                    fsx += s * fx
-                    fsy += s * fy
-                    fsz += s * fz
-                    fbx += t * fx
-                    fby += t * fy
-                    fbz += t * fz
-            if kt == 0.0:
-                continue
-            kscale = k_contact * scale / d2pair
-            if moments is not None:
-                moments[k, 0] = kt * kscale
-                moments[k, 1] = ks * kscale
-                moments[k, 2] = kb * kscale
-                moments[k, 3] = kss * kscale
-                moments[k, 4] = ktt * kscale
-                moments[k, 5] = kst * kscale
-            energy += k_contact * scale * e_pair
-            normal_force[k] = f_normal
-            buf[c, a0, 0] += fsx - ftx
-            buf[c, a0, 1] += fsy - fty
-            buf[c, a0, 2] += fsz - ftz
-            buf[c, a0, 3] += (kt - ks) * kscale
-            buf[c, a1, 0] -= fsx
-            buf[c, a1, 1] -= fsy
-            buf[c, a1, 2] -= fsz
-            buf[c, a1, 3] += ks * kscale
-            buf[c, b0, 0] += ftx - fbx
-            buf[c, b0, 1] += fty - fby
-            buf[c, b0, 2] += ftz - fbz
-            buf[c, b0, 3] += (kt - kb) * kscale
-            buf[c, b1, 0] += fbx
-            buf[c, b1, 1] += fby
-            buf[c, b1, 2] += fbz
-            buf[c, b1, 3] += kb * kscale
-        c_energy[c] = energy
-        c_touch[c] = touching
-        c_dmin[c] = d_low
-        c_best[c] = best
-        c_low[c] = low
+        c_energy[c], c_touch[c], c_dmin[c], c_best[c], c_low[c] = _contact_piece(
+            x, xs, vs, seg, seg_len, seg_yarn, seg_arc, pairs, reach, c * size,
+            min(K, (c + 1) * size), diameter, k_contact, k_dn, k_dt, n_quad, buf[c],
+            normal_force, closest, moments, margin, motion)
     closest_measured = np.sqrt(c_best.min())
-    if motion is not None:
-        if c_low.min() < closest_measured:
-            _measure_skipped(x, seg, seg_len, seg_yarn, seg_arc, pairs, reach, diameter,
-                             margin, closest_measured, size, c_best)
-    for p in prange(P):
+    if motion is not None and c_low.min() < closest_measured:
+        _measure_skipped(x, seg, seg_len, seg_yarn, seg_arc, pairs, reach, diameter, margin,
+                         closest_measured, size, c_best)
+    for p in prange(x.shape[0]):    # point by point in piece order: the same sums at any threads
         for c in range(C):
             for r in range(3):
                 force[p, r] += buf[c, p, r]
@@ -419,8 +499,8 @@ def contact_pass(x, v, seg, seg_len, seg_yarn, seg_arc, pairs, reach, radius, k_
     energy = 0.0
     touching = 0
     d_min = 1.0
-    best = d2max
-    for c in range(C):
+    best = diameter * diameter
+    for c in range(C):     # in piece order: the same sums at every thread count
         energy += c_energy[c]
         touching += c_touch[c]
         d_min = min(d_min, c_dmin[c])
