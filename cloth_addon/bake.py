@@ -42,7 +42,7 @@ from . import (bake_status, blender_physics, disk_cache, modifier_stack, runner,
 from .convert import (collider_from_props, material_from_props, solver_settings_from_props,
                       threads_ceiling, wind_from_props)
 from .errors import BakeError
-from .formats import duration, frame_range, millimetres, per_frame, strain
+from .formats import count, duration, frame_range, millimetres, per_frame, strain
 from .live import LiveView
 from .mesh_io import EvaluatedMesh, to_local, vertex_group_weights
 
@@ -138,8 +138,8 @@ class BakeSummary:
         (retries, moved vertices, skipped objects, notes, warnings)."""
         stopped = (f" (stopped: the range was {frame_range(self.frame_start, self.stopped_of)})"
                    if self.stopped_of is not None else "")
-        out = [f"Baked {len(self.objects)} cloth object(s) ({', '.join(self.objects)}), frames "
-               f"{frame_range(self.frame_start, self.frame_end)}{stopped} with "
+        out = [f"Baked {count(len(self.objects), 'cloth object')} ({', '.join(self.objects)}), "
+               f"frames {frame_range(self.frame_start, self.frame_end)}{stopped} with "
                f"{'/'.join(self.models)} in {duration(self.wall_time_s)} "
                f"({per_frame(self.wall_time_s, self.frames_simulated)})",
                f"max strain {strain(self.max_strain)}, deepest penetration "
@@ -154,7 +154,7 @@ class BakeSummary:
             out.append(f"{self.untangled} vertices started inside a collider and were moved out")
         if self.tangled_pairs:
             out.append(f"the cloth started intersecting itself ({self.tangled_pairs} triangle "
-                       f"pairs) and was separated over {self.tangled_frames} frame(s)")
+                       f"pairs) and was separated over {count(self.tangled_frames, 'frame')}")
         if self.skipped:
             out.append(f"skipped {', '.join(self.skipped)}")
         return out + self.notes + self.warnings

@@ -9,6 +9,11 @@ def frame_range(start: int, end: int) -> str:
     return f"{start}-{end}"
 
 
+def count(n: int, thing: str, things: str | None = None) -> str:
+    """'1 cloth object', '2 cloth objects': a count with its noun in the number it needs."""
+    return f"{n} {thing if n == 1 else things or thing + 's'}"
+
+
 def duration(seconds: float) -> str:
     """A wall time in two or three significant figures, never an exponent: '4.2 ms', '33 ms',
     '0.39 s', '12.4 s', '154 s', '12 min 05 s'."""

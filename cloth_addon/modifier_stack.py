@@ -106,7 +106,8 @@ def note(obj) -> str | None:
     if not kept:
         return None
     names = ", ".join(f"'{m.name}'" for m in kept)
-    return f"'{obj.name}' is baked above its modifier(s) {names}, which stay on"
+    return (f"'{obj.name}' is baked above its {'modifier' if len(kept) == 1 else 'modifiers'} "
+            f"{names}, which {'stays' if len(kept) == 1 else 'stay'} on")
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from bpy.props import BoolProperty, StringProperty
 
 from . import bake, blender_physics, live, play, presets, warmup
 from .errors import BakeError
-from .formats import frame_range
+from .formats import count, frame_range
 
 # The modal bake's timer: how often it takes the frames the bake's thread simulated (runner.py)
 # and the longest it spends doing so per event (writing them to the live view, live.py).
@@ -141,7 +141,7 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         if log:
             log(f"cloth_solver: baking {job.frames} frames "
                 f"({frame_range(job.frame_start, job.frame_end)}, "
-                f"{len(job.groups)} simulation(s))")
+                f"{count(len(job.groups), 'simulation')})")
         try:
             summary = job.run()
         except BakeError as err:
@@ -258,7 +258,8 @@ class CLOTH_SOLVER_OT_bake(bpy.types.Operator):
         else:
             kept = ", ".join(f"'{n}'" for n in had)
             none = [f"'{n}'" for n in names if n not in had]
-            rest = f"; {', '.join(none)} had none and stay(s) unbaked" if none else ""
+            stay = "stays" if len(none) == 1 else "stay"
+            rest = f"; {', '.join(none)} had none and {stay} unbaked" if none else ""
             self.report({"WARNING"}, f"Bake cancelled{where}; nothing was written, the previous "
                                      f"bake of {kept} is unchanged{rest}")
         return {"CANCELLED"}

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import bpy
 
@@ -511,6 +512,7 @@ CHAR_WIDTH = 6.8  # px at resolution scale 1: a wide average of the UI font, whe
 PANEL_INSET = 40  # px the panel's margins and the scroll bar take from the region's width
 BOX_INSET = 20  # px a box's margins take in addition
 ICON_WIDTH = 22  # px an icon and its gap take
+NUMBER = re.compile(r"[-+−]?\d[\d.,]*")  # a figure, which keeps its unit on its line
 
 
 def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0) -> None:
@@ -522,7 +524,7 @@ def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0
     room = width - scale * (PANEL_INSET + inset + (ICON_WIDTH if icon != "NONE" else 0))
     measure = _text_width(context, scale)
     lines, line = [], ""
-    for word in text.split():
+    for word in _unbroken_words(text):
         candidate = f"{line} {word}" if line else word
         if line and measure(candidate) > room:
             lines.append(line)
@@ -532,6 +534,18 @@ def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0
     col = layout.column(align=True)
     for i, line in enumerate(lines):
         col.label(text=line, icon=icon if i == 0 else ("BLANK1" if icon != "NONE" else "NONE"))
+
+
+def _unbroken_words(text: str) -> list[str]:
+    """``text``'s words, a number kept with the word after it: a line never ends on a bare
+    figure with its unit on the next ("0.00 / mm", "3 m/s / r.m.s.")."""
+    words = []
+    for word in text.split():
+        if words and NUMBER.fullmatch(words[-1].split()[-1]):
+            words[-1] = f"{words[-1]} {word}"
+        else:
+            words.append(word)
+    return words
 
 
 def _text_width(context, scale: float):

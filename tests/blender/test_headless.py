@@ -63,7 +63,7 @@ def test_headless_bake_then_render(tmp_path, scratch_root):
     assert "cloth_solver: baking 3 frames (1-4" in run.stdout
     for frame in (2, 3, 4):
         assert f"cloth_solver: frame {frame} of 1-4 Cloth:" in run.stdout
-    assert "cloth_solver: Baked 1 cloth object(s) (Cloth), frames 1-4" in run.stdout
+    assert "cloth_solver: Baked 1 cloth object (Cloth), frames 1-4" in run.stdout
     image = tmp_path / "render_0003.png"
     assert image.is_file() and image.stat().st_size > 0
 
@@ -91,7 +91,7 @@ def test_headless_bake_from_a_script_file_exits_zero(tmp_path, scratch_root):
     script.write_text(BAKE_SCRIPT)
     run = _blender(scratch_root, blend, "--python-exit-code", "1", "--python", str(script))
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "cloth_solver: Baked 1 cloth object(s) (Cloth), frames 1-4" in run.stdout
+    assert "cloth_solver: Baked 1 cloth object (Cloth), frames 1-4" in run.stdout
     bpy.ops.wm.open_mainfile(filepath=str(blend))
     assert bpy.data.objects["Cloth"].cloth_solver.is_baked
 

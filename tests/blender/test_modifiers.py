@@ -51,7 +51,7 @@ def test_a_subdivided_plane_bakes_its_cage_and_keeps_the_subdivision_on_top():
     assert np.abs(last - first).max() > 0.05
     assert last[:, 2].min() < first[:, 2].min() - 0.05  # the free edge swings down
     report = bpy.context.scene.cloth_solver.last_report
-    assert "'Cloth' is baked above its modifier(s) 'Subdivision', which stay on" in report
+    assert "'Cloth' is baked above its modifier 'Subdivision', which stays on" in report
     assert obj.cloth_solver.bake_outdated == ""
 
     # A re-bake reads the cage again (not the subdivided bake), and Free Bake leaves the

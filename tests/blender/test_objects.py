@@ -156,7 +156,7 @@ def test_hidden_cloth_bakes_and_unevaluated_objects_are_skipped_with_their_bake_
         assert same_key_state(kept[obj.name], key_state(obj))
         assert obj.cloth_solver.bake_model == "implicit"
     report = bpy.context.scene.cloth_solver.last_report
-    assert report.startswith("Baked 2 cloth object(s) (Shown, Eye)")
+    assert report.startswith("Baked 2 cloth objects (Shown, Eye)")
     assert report.endswith(
         "; skipped cloth 'Monitor' (disabled in viewports (its own or its collection's monitor "
         f"icon)), cloth 'Outside' (excluded from the view layer '{layer.name}'), "

@@ -148,3 +148,37 @@ def test_the_collider_thickness_is_shown_in_mm_like_the_cloths(tmp_path):
     assert floor.cloth_solver.thickness == pytest.approx(0.3)  # BU
     job = addon().cloth_addon.bake.BakeJob(bpy.context)
     assert [c.thickness for c in job.groups[0].spec.colliders] == pytest.approx([0.003])  # m
+
+
+class _Column:
+    def __init__(self, lines):
+        self.lines = lines
+
+    def column(self, align=False):
+        return self
+
+    def label(self, text="", icon="NONE"):
+        self.lines.append(text)
+
+
+def test_a_wrapped_line_never_ends_on_a_bare_figure_and_counts_agree_with_their_nouns():
+    """The Report sub-panel wrapped 'deepest penetration 0.00 / mm' and 'gusts 0 m/s / r.m.s.'
+    at 320 px: a figure keeps the word after it on its line. And a count reads '1 cloth object',
+    '2 cloth objects', not 'object(s)'."""
+    from types import SimpleNamespace
+    pkg = addon().cloth_addon
+    text = ("max strain 0.42%, deepest penetration 0.00 mm, 0 intersecting triangle pairs at most "
+            "and a force field 'Wind': wind 3 m/s, gusts 0 m/s r.m.s.")
+    for width in range(120, 400, 7):
+        context = SimpleNamespace(region=SimpleNamespace(width=width), preferences=SimpleNamespace(
+            system=SimpleNamespace(ui_scale=1.0), ui_styles=[]))  # no font: the estimate
+        lines = []
+        pkg.panels.wrapped_label(_Column(lines), context, text)
+        assert " ".join(lines) == text
+        assert not [line for line in lines if pkg.panels.NUMBER.fullmatch(line.split()[-1])], lines
+    count = pkg.formats.count
+    assert (count(1, "cloth object"), count(2, "cloth object"), count(0, "frame")) == (
+        "1 cloth object", "2 cloth objects", "0 frames")
+    texts = {path.name: re.findall(r"\b[a-z]+\(s\)(?=[ \")])", path.read_text(encoding="utf-8"))
+             for path in ADDON.glob("*.py")}  # 'object(s)', not a call 'name(s)'
+    assert {name: found for name, found in texts.items() if found} == {}
