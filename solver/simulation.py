@@ -12,7 +12,8 @@ Witkin's adaptive step halves a step that went wrong ([Baraff1998], docs/referen
 the frame after a rescued one starts with steps twice as long as those that worked, back to the
 solver's own. The state at the start of the frame is restored exactly (positions, velocities
 and what the solver's steps hand on: ClothSolver.carried), so a bake stays deterministic, and a
-bake that never blows up runs as before. The reports count the retries. A frame whose cloth
+bake that never blows up runs as before. The reports count the retries. A CrushedError (the
+model squeezed between a collider and its pins, which no shorter step resolves) is not retried. A frame whose cloth
 tears apart (an edge stretched past ``torn_strain``: a blow-up that stayed below max_speed, such
 as a degenerate element's) counts as a blow-up too, so a result that exploded is never reported
 as a success.
@@ -42,7 +43,7 @@ from .forces.seams import seam_gaps
 from .model import ClothModel, build_model
 from .topology import triangulate
 from .results import FrameReport, SimulationResult
-from .solvers.base import BlowUpError, ClothSolver, FrameTargets, StepLimitError
+from .solvers.base import BlowUpError, ClothSolver, CrushedError, FrameTargets, StepLimitError
 from .solvers import builder, make_solver
 from .spec import SimulationSpec, YarnSetup
 
@@ -238,6 +239,10 @@ class Simulation:
         thread_count = threads.governor().before_frame()
         try:
             info, retries = self._step_with_retries(t, dt, ft, wind)
+        except CrushedError as exc:   # no finer step helps (the frame was not retried)
+            self.result.error = f"frame {f}: {exc}; frames 0-{f - 1} are kept."
+            threads.governor().release()
+            return None
         except BlowUpError as exc:
             advice = ("Check for pins pulled apart or cloth caught between colliders, or try "
                       "more substeps" if isinstance(exc, TornError) else
@@ -376,6 +381,8 @@ class Simulation:
                 self._check_torn()
                 break
             except BlowUpError as exc:
+                if isinstance(exc, CrushedError):
+                    raise
                 if retries == MAX_RETRIES:
                     raise type(exc)(f"{exc}, after {retries} retries with steps down to "
                                     f"1/{refinement} of the first") from None

@@ -2,15 +2,18 @@
 moving ones) and the force on pinned points (pin_reaction), the pieces the validation bench
 (bench/yarn_validation.py) and the add-on's yarn bake stand on."""
 
+import dataclasses
+import tomllib
+
 import numpy as np
 import pytest
 
-import dataclasses
-
+from solver.formats.scene import parse_scene
 from solver.mesh import PolyMesh
+from solver.simulation import simulate
 from solver.spec import Collider
 from solver.yarn import YarnColliders
-from solver.yarn.dynamics import Stepping
+from solver.yarn.dynamics import GUARD, Stepping, YarnCrushedError
 from yarns import P, relaxed_swatch, solver, swatch_solver
 from yarns import straight as _straight
 
@@ -202,3 +205,60 @@ def test_a_swatch_landing_fast_on_a_table_keeps_its_yarn_length():
     assert sim.x[:, 2].min() < 0.01                       # it landed
     assert sim.x[:, 2].min() > P.radius - 1e-6            # on the table, not through it
     assert worst < 0.002
+
+
+def test_a_ball_pushing_a_hung_knit_keeps_its_yarns_apart_until_it_reaches_the_pins():
+    """A ball keyed at 1 m/s into a knit hung from its top course: the knit is carried with the
+    yarns kept apart (closest pair no nearer than the step's guard) while there is room for
+    yarn between the ball and the pins. Once the ball reaches the pinned points, which no push
+    moves, the yarn it carries is squeezed against them at the ball's speed whatever the step:
+    refused at once, naming that, not after halving the step to microseconds and retrying."""
+    sw, setup = _swatch()
+    x = setup.positions - setup.positions.mean(axis=0)        # courses along x, wales along y
+    top = np.nonzero(x[:, 1] > x[:, 1].max() - 2e-3)[0]       # the top course's points
+    R, v = 0.05, 1.0
+    centre = np.array([0.0, 0.0, x[:, 2].min() - P.radius - 2e-3 - R])   # 1 mm below, +1 mm
+    ball = Collider(kind="sphere", center=centre, radius=R, thickness=1e-3, friction=0.3,
+                    velocity=np.array([0.0, 0.0, v]))
+    sim = swatch_solver(sw, _moved(setup, x), gravity=(0, -9.81, 0), pins=top,
+                        colliders=YarnColliders([ball], P.radius, fps=24.0, frames=2))
+
+    def room():   # between the ball's reach and the nearest pinned point [m]
+        c = centre + sim.time * ball.velocity
+        return (np.linalg.norm(sim.x[top] - c, axis=1) - R - 1e-3 - P.radius).min()
+
+    while room() > 2 * P.radius + v * 1e-3:
+        sim.advance(1e-3)
+    assert sim.stats.min_clearance >= GUARD * 2 * P.radius
+    assert np.abs(sim.x[:, 2] - x[:, 2]).max() > 2 * P.radius    # the ball carried the knit
+    with pytest.raises(YarnCrushedError, match=r"crushed between a collider and pinned yarn: "
+                                               r"\d+ pinned points lie inside"):
+        while sim.time < 0.05:
+            sim.advance(1e-3)
+    assert room() > -4 * P.radius            # refused as the ball passes the pins, not later
+
+
+def test_a_knit_scene_crushed_by_a_ball_stops_with_the_reason_and_keeps_its_frames():
+    text = """
+frames = 6
+fps = 200.0
+gravity = [0.0, 0.0, -9.81]
+[knit]
+pattern = "garter"
+stitches = [3, 3]
+yarn = "wool_worsted"
+center = [0.0, 0.0, 0.5]
+pin = "top"
+relax = 0.005
+[solver]
+model = "yarn"
+[[collider]]
+sphere = { center = [0.0, -0.06, 0.5], radius = 0.05 }
+thickness = 0.001
+velocity = [0.0, 1.0, 0.0]
+"""
+    result = simulate(parse_scene(tomllib.loads(text)))
+    assert result.error.startswith("frame 2: t = ")
+    assert "crushed between a collider and pinned yarn" in result.error
+    assert "retries" not in result.error and "substeps" not in result.error
+    assert len(result.positions) == 2 and np.isfinite(result.positions).all()

@@ -39,6 +39,12 @@ class BlowUpError(RuntimeError):
     retries the frame with finer steps: simulation.py, ``MAX_RETRIES``)."""
 
 
+class CrushedError(BlowUpError):
+    """The model is squeezed between things that do not give way (a collider moving into
+    pinned points, two colliders closing on it): no shorter step can help, so the frame is
+    not retried."""
+
+
 class StepLimitError(RuntimeError):
     """A stable step would need more substeps per frame than the settings allow."""
 

@@ -275,6 +275,13 @@ class YarnColliders:
                                   s1.mesh_positions, self._tri_gap, self._tri_mu)
         return n
 
+    def reached(self, x: np.ndarray, t: float) -> np.ndarray:
+        """(P,) bool: the points of x (P, 3) [m] closer to a collider at time t [s] than its
+        reach (r + thickness), pinned or not: those a push would move."""
+        y = x.copy()
+        self.project(x, y, np.ones(len(x)), t, t)
+        return np.any(y != x, axis=1)
+
     def depth(self, x: np.ndarray, t: float) -> float:
         """Deepest [m] a yarn point (P, 3), the yarn's centreline, lies inside a sphere, behind
         a plane or inside a closed mesh at time t [s]; 0 if none does. An independent check

@@ -633,11 +633,12 @@ def near_pairs(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter, limit):
 
 
 @njit
-def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
-    """Smallest distance [m] between non-neighbouring segments among candidate pairs (exact
-    segment–segment distance); ``diameter`` if no pair is closer than that."""
+def closest_pair(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
+    """The closest non-neighbouring pair among candidate pairs (exact segment–segment
+    distance): (its row in pairs, its distance [m]); (−1, ``diameter``) if none is closer."""
     gap = NEIGHBOUR_GAP * diameter
     best = diameter * diameter
+    at = -1
     for k in range(pairs.shape[0]):
         i = pairs[k, 0]
         j = pairs[k, 1]
@@ -645,8 +646,16 @@ def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
             continue
         d2, _, _ = segment_segment(load(x, seg[i, 0]), load(x, seg[i, 1]),
                                    load(x, seg[j, 0]), load(x, seg[j, 1]))
-        best = min(best, d2)
-    return np.sqrt(best)
+        if d2 < best:
+            best, at = d2, k
+    return at, np.sqrt(best)
+
+
+@njit
+def min_clearance(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter):
+    """Smallest distance [m] between non-neighbouring segments among candidate pairs (exact
+    segment–segment distance); ``diameter`` if no pair is closer than that."""
+    return closest_pair(x, seg, seg_len, seg_yarn, seg_arc, pairs, diameter)[1]
 
 
 def pair_keys(pairs: np.ndarray, n_segments: int) -> np.ndarray:

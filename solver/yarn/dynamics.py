@@ -27,11 +27,12 @@ the bending implicit and the guarantees below:
    free neighbours rather than being pulled back in); v = (x⁺ − x)/h.
 
 A step is thrown away and done as two halves (recursively, at most ``MAX_HALVINGS`` times;
-then YarnStepError) when any non-neighbouring pair of segments would end closer than
-g = ``GUARD``·2r or any point would move by g or more (``StepStats.refinements``). This is a
-guarantee, not a heuristic: points move linearly within a step, so two segments' distance at
-any moment of it is at least (d₀ + d₁)/2 − δ > 0 for end distances d₀, d₁ ≥ g and moves δ < g:
-no yarn passes through another.
+then YarnStepError, or YarnCrushedError where a collider presses yarn into pinned yarn: the
+pair then closes at the collider's speed at every step length) when any non-neighbouring
+pair of segments would end closer than g = ``GUARD``·2r or any point would move by g or more
+(``StepStats.refinements``). This is a guarantee, not a heuristic: points move linearly
+within a step, so two segments' distance at any moment of it is at least (d₀ + d₁)/2 − δ > 0
+for end distances d₀, d₁ ≥ g and moves δ < g: no yarn passes through another.
 
 Step length: at most the settings' ``time_step`` (1/4800 s), and, where the contact is stiffer,
 the longest of h·2^(−j/8) within 0.71 of symplectic Euler's stability limit 2/ω_max of the
@@ -52,10 +53,10 @@ import scipy.sparse.linalg as spla
 from .._jit import njit
 from ..params import SolverSettings
 from ..results import FrameReport
-from ..solvers.base import BlowUpError, StepInfo
+from ..solvers.base import BlowUpError, CrushedError, StepInfo
 from .colliders import YarnColliders
-from .contact import (SegmentTree, apply_friction, contact_pass, min_clearance, near_pairs,
-                      segment_motion)
+from .contact import (SegmentTree, apply_friction, closest_pair, contact_pass, min_clearance,
+                      near_pairs, segment_motion)
 from .damping import FilterRegions, filter_regions
 from .model import YarnModel
 from .rods import (BendingWork, ProjectionWork, Segments, curvature_force, project_lengths,
@@ -100,6 +101,12 @@ ESTIMATE_EVERY = 8
 
 class YarnStepError(BlowUpError):
     """A step could not be made without yarns passing through each other."""
+
+
+class YarnCrushedError(YarnStepError, CrushedError):
+    """A collider squeezes yarn against pinned yarn: pinned points are not pushed, so a
+    collider moving into them closes the gap of the yarn it carries at its own speed, whatever
+    the step (not retried)."""
 
 
 @dataclass
@@ -523,8 +530,8 @@ class YarnSolver:
 
     def _try(self, h: float):
         """One unrefined step of length h from the current state: (x, v, clearance, largest
-        move, ok, projection iterations, violation, (forces, multipliers, h)), or None if h is
-        too long for the contact."""
+        move, ok, projection iterations, violation, (forces, multipliers, h), the points a
+        collider pushed (P,) bool or None), or None if h is too long for the contact."""
         x, v, m = self.x, self.v, self.model
         f = self.forces(x, v)
         if h > self.stable_step():
@@ -564,7 +571,7 @@ class YarnSolver:
         moved = _largest_move(x, xn)
         g = GUARD * 2.0 * m.radius
         ok = bool(np.isfinite(xn).all() and gap >= g and moved < g)
-        return xn, vn, gap, moved, ok, its, worst, (f, lam, h)
+        return xn, vn, gap, moved, ok, its, worst, (f, lam, h), pushed
 
     def _advance(self, h: float, depth: int) -> None:
         tried = self._try(h)
@@ -576,10 +583,13 @@ class YarnSolver:
             self._advance(h / 2, depth + 1)
             self._advance(h / 2, depth + 1)
             return
-        xn, vn, gap, moved, ok, its, worst, last = tried
+        xn, vn, gap, moved, ok, its, worst, last, pushed = tried
         if not ok:
             if depth >= MAX_HALVINGS:
                 D = 2.0 * self.model.radius
+                crushed = self._crushed(xn, pushed, gap, moved, h)
+                if crushed:
+                    raise YarnCrushedError(f"t = {self.time:.6f} s: {crushed}")
                 raise YarnStepError(
                     f"t = {self.time:.6f} s: a step of {h:.3g} s still brings yarns within "
                     f"{gap / D:.3f} diameters and moves a point {moved / D:.3g} diameters "
@@ -597,6 +607,41 @@ class YarnSolver:
         if self.stepping.axial_stiffness is None:
             st.worst_violation = max(st.worst_violation, worst)
         st.min_clearance = min(st.min_clearance, gap)
+
+    def _crushed(self, xn: np.ndarray, pushed: np.ndarray | None, gap: float, moved: float,
+                 h: float) -> str | None:
+        """Why a step to xn (P, 3) [m] that failed the guard cannot be made shorter: a collider
+        reaches pinned points and pushed yarn in the step (``pushed`` (P,) bool), and either
+        the closest pair is pushed yarn against pinned yarn or a point moved too far; None
+        otherwise."""
+        if pushed is None or not pushed.any():
+            return None
+        inside = int((self.colliders.reached(xn, self.time + h) & ~self.free).sum())
+        if inside == 0:
+            return None
+        m = self.model
+        s = m.segments
+        D = 2.0 * m.radius
+        g = GUARD * D
+        blamed = False
+        if gap < g:
+            pairs = self._pairs(xn)[0]
+            k, _ = closest_pair(xn, s.seg, s.rest, s.yarn, s.arc, pairs, D)
+            if k >= 0:
+                a, b = s.seg[pairs[k, 0]], s.seg[pairs[k, 1]]
+                blamed = bool((pushed[a].any() and not self.free[b].all())
+                              or (pushed[b].any() and not self.free[a].all()))
+        # a point squeezed out between pushed and pinned yarn need not be pushed itself
+        blamed = blamed or moved >= g
+        if not blamed:
+            return None
+        return (f"yarn crushed between a collider and pinned yarn: {inside} pinned points lie "
+                f"inside a collider's reach, and the yarn it pushes comes within "
+                f"{gap / D:.3f} diameters of other yarn and moves {moved / D:.3g} diameters in "
+                f"a step of {h:.3g} s (the guard is {GUARD} diameters for both). Pinned points "
+                "are not pushed, so a collider moving into them squeezes the yarn it carries "
+                "against them at its own speed, at any step: keep colliders clear of the pins, "
+                "or pin less of the yarn")
 
     # -- public ----------------------------------------------------------------------------
     def step(self) -> None:
