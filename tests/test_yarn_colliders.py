@@ -12,7 +12,8 @@ from solver.formats.scene import parse_scene
 from solver.mesh import PolyMesh
 from solver.simulation import simulate
 from solver.spec import Collider
-from solver.yarn import YarnColliders
+from solver.params import SolverSettings
+from solver.yarn import YarnColliders, YarnSolver, build_yarn_model
 from solver.yarn.dynamics import GUARD, Stepping, YarnCrushedError
 from yarns import P, relaxed_swatch, solver, swatch_solver
 from yarns import straight as _straight
@@ -212,7 +213,8 @@ def test_a_ball_pushing_a_hung_knit_keeps_its_yarns_apart_until_it_reaches_the_p
     yarns kept apart (closest pair no nearer than the step's guard) while there is room for
     yarn between the ball and the pins. Once the ball reaches the pinned points, which no push
     moves, the yarn it carries is squeezed against them at the ball's speed whatever the step:
-    refused at once, naming that, not after halving the step to microseconds and retrying."""
+    refused at once, naming that, not after halving the step to microseconds and retrying.
+    Soft pins yield to the ball instead."""
     sw, setup = _swatch()
     x = setup.positions - setup.positions.mean(axis=0)        # courses along x, wales along y
     top = np.nonzero(x[:, 1] > x[:, 1].max() - 2e-3)[0]       # the top course's points
@@ -223,9 +225,10 @@ def test_a_ball_pushing_a_hung_knit_keeps_its_yarns_apart_until_it_reaches_the_p
     sim = swatch_solver(sw, _moved(setup, x), gravity=(0, -9.81, 0), pins=top,
                         colliders=YarnColliders([ball], P.radius, fps=24.0, frames=2))
 
-    def room():   # between the ball's reach and the nearest pinned point [m]
+    def room(at=None):   # between the ball's reach and the nearest pinned point [m]
         c = centre + sim.time * ball.velocity
-        return (np.linalg.norm(sim.x[top] - c, axis=1) - R - 1e-3 - P.radius).min()
+        at = sim.x[top] if at is None else at
+        return (np.linalg.norm(at - c, axis=1) - R - 1e-3 - P.radius).min()
 
     while room() > 2 * P.radius + v * 1e-3:
         sim.advance(1e-3)
@@ -236,6 +239,17 @@ def test_a_ball_pushing_a_hung_knit_keeps_its_yarns_apart_until_it_reaches_the_p
         while sim.time < 0.05:
             sim.advance(1e-3)
     assert room() > -4 * P.radius            # refused as the ball passes the pins, not later
+    # soft pins (weight below 1) are pushed like free points: the ball carries the knit,
+    # needle course and all, past where the hard pins stopped it
+    soft = dataclasses.replace(_moved(setup, x), pin_indices=top,
+                               pin_weights=np.full(len(top), 0.9))
+    sim = YarnSolver(build_yarn_model(soft), SolverSettings(model="yarn"), gravity=(0, -9.81, 0),
+                     colliders=YarnColliders([ball], P.radius, fps=24.0, frames=2))
+    sim.advance(0.015)
+    assert room(x[top]) < -4 * P.radius      # well past where the pins were
+    assert room() > -1e-6                    # and they went with it
+    assert sim.stats.min_clearance >= GUARD * 2 * P.radius
+    assert sim.colliders.depth(sim.x, sim.time) == 0.0
 
 
 def test_a_knit_scene_crushed_by_a_ball_stops_with_the_reason_and_keeps_its_frames():

@@ -641,7 +641,7 @@ class YarnSolver:
                 f"a step of {h:.3g} s (the guard is {GUARD} diameters for both). Pinned points "
                 "are not pushed, so a collider moving into them squeezes the yarn it carries "
                 "against them at its own speed, at any step: keep colliders clear of the pins, "
-                "or pin less of the yarn")
+                "or make the pins soft (pin weights below 1), which a collider can push")
 
     # -- public ----------------------------------------------------------------------------
     def step(self) -> None:
