@@ -469,7 +469,7 @@ class BakeJob:
         for name, winds in field_winds.items():
             f = winds[0]
             self.notes.append(f"force field '{name}': wind {np.linalg.norm(f.velocity):.3g} "
-                              f"m/s, gusts {f.turbulence:.3g} m/s r.m.s.")
+                              f"m/s, r.m.s. gusts {f.turbulence:.3g} m/s")
             if any(not w.close_to(f) for w in winds[1:]):
                 animated = True
                 self.notes.append(f"force field '{name}' is animated: its wind is read at every "

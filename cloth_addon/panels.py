@@ -538,7 +538,7 @@ def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0
 
 def _unbroken_words(text: str) -> list[str]:
     """``text``'s words, a number kept with the word after it: a line never ends on a bare
-    figure with its unit on the next ("0.00 / mm", "3 m/s / r.m.s.")."""
+    figure with its unit on the next ("0.00 / mm")."""
     words = []
     for word in text.split():
         if words and NUMBER.fullmatch(words[-1].split()[-1]):

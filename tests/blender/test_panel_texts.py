@@ -163,12 +163,12 @@ class _Column:
 
 def test_a_wrapped_line_never_ends_on_a_bare_figure_and_counts_agree_with_their_nouns():
     """The Report sub-panel wrapped 'deepest penetration 0.00 / mm' and 'gusts 0 m/s / r.m.s.'
-    at 320 px: a figure keeps the word after it on its line. And a count reads '1 cloth object',
-    '2 cloth objects', not 'object(s)'."""
+    at 320 px: a figure keeps the word after it on its line (and the report now writes 'r.m.s.
+    gusts 0 m/s'). A count reads '1 cloth object', '2 cloth objects', not 'object(s)'."""
     from types import SimpleNamespace
     pkg = addon().cloth_addon
     text = ("max strain 0.42%, deepest penetration 0.00 mm, 0 intersecting triangle pairs at most "
-            "and a force field 'Wind': wind 3 m/s, gusts 0 m/s r.m.s.")
+            "and a force field 'Wind': wind 3 m/s, r.m.s. gusts 0 m/s")
     for width in range(120, 400, 7):
         context = SimpleNamespace(region=SimpleNamespace(width=width), preferences=SimpleNamespace(
             system=SimpleNamespace(ui_scale=1.0), ui_styles=[]))  # no font: the estimate
