@@ -15,6 +15,7 @@ from solver.spec import Collider
 from solver.params import SolverSettings
 from solver.yarn import YarnColliders, YarnSolver, build_yarn_model
 from solver.yarn.dynamics import GUARD, Stepping, YarnCrushedError
+from test_yarn_scene import SCENE  # a 3 x 3 garter pinned by its top course
 from yarns import P, relaxed_swatch, solver, swatch_solver
 from yarns import straight as _straight
 
@@ -253,19 +254,7 @@ def test_a_ball_pushing_a_hung_knit_keeps_its_yarns_apart_until_it_reaches_the_p
 
 
 def test_a_knit_scene_crushed_by_a_ball_stops_with_the_reason_and_keeps_its_frames():
-    text = """
-frames = 6
-fps = 200.0
-gravity = [0.0, 0.0, -9.81]
-[knit]
-pattern = "garter"
-stitches = [3, 3]
-yarn = "wool_worsted"
-center = [0.0, 0.0, 0.5]
-pin = "top"
-relax = 0.005
-[solver]
-model = "yarn"
+    text = SCENE.replace("frames = 2", "frames = 6") + """
 [[collider]]
 sphere = { center = [0.0, -0.06, 0.5], radius = 0.05 }
 thickness = 0.001
