@@ -151,7 +151,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, help="write the fingerprints here (JSON)")
     ap.add_argument("--compare", type=Path, help="compare with fingerprints written earlier")
-    ap.add_argument("--only", nargs="*", help="scene names or patterns ('knit_*') to run (default: all)")
+    ap.add_argument("--only", nargs="*",
+                    help="scene names or patterns ('knit_*') to run (default: all)")
     args = ap.parse_args(argv)
     found = {}
     for name, spec in scenes().items():

@@ -225,7 +225,8 @@ def main() -> None:
     if args.baseline is not None:
         import numpy as np
 
-        trees = {"baseline": args.baseline.resolve(), "this": Path(__file__).resolve().parent.parent}
+        trees = {"baseline": args.baseline.resolve(),
+                 "this": Path(__file__).resolve().parent.parent}
         runs = {"baseline": [], "this": []}
         last = {}
         for k in range(args.repeat):
