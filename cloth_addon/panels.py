@@ -11,7 +11,7 @@ import bpy
 from ..solver import QUALITIES
 from . import bake_status, blender_physics, presets, units
 from .bake_status import BAKED_ROLES
-from .formats import frame_range, millimetres, per_frame, strain
+from .formats import count, frame_range, millimetres, per_frame, strain
 from .knit import YARN_ITEMS
 from .properties import (KNIT_PATTERN_ITEMS, MATERIAL_DISPLAYS, MATERIAL_SPECS, OPTIONAL_FALLBACK,
                          display_prop_name, prop_name)
@@ -471,17 +471,16 @@ def _draw_result(layout, context, seconds, frames, max_strain, penetration, inte
     if penetration > 0.0:
         problems.append(f"penetration {millimetres(penetration)}")
     if intersections:
-        problems.append(f"{intersections} intersecting pairs")
+        problems.append(count(intersections, "intersecting pair"))
     if warnings:
-        problems.append(f"{warnings} warning{'s' if warnings > 1 else ''} (Report)")
+        problems.append(f"{count(warnings, 'warning')} (Report)")
     if not problems:
         layout.label(text="No penetrations or intersections")
         return
     col = layout.column(align=True)
     col.alert = bool(intersections or warnings)  # a penetration alone may be within thickness
-    line = ", ".join(problems)
-    wrapped_label(col, context, line[:1].upper() + line[1:], icon="ERROR" if col.alert else
-                  "NONE", inset=BOX_INSET)
+    wrapped_label(col, context, _sentence(", ".join(problems)),
+                  icon="ERROR" if col.alert else "NONE", inset=BOX_INSET)
 
 
 class PHYSICS_PT_cloth_solver_report(ClothSolverPanel, bpy.types.Panel):
@@ -502,7 +501,7 @@ class PHYSICS_PT_cloth_solver_report(ClothSolverPanel, bpy.types.Panel):
         last = last_bake(context.scene)
         items = last.get("details") or [context.scene.cloth_solver.last_report]
         for item in items:
-            wrapped_label(layout, context, item[:1].upper() + item[1:])
+            wrapped_label(layout, context, _sentence(item))
 
 
 # A label longer than its row is cut in the middle ("Compiling solve…irst bake only)…"), and
@@ -534,6 +533,11 @@ def wrapped_label(layout, context, text: str, icon: str = "NONE", inset: int = 0
     col = layout.column(align=True)
     for i, line in enumerate(lines):
         col.label(text=line, icon=icon if i == 0 else ("BLANK1" if icon != "NONE" else "NONE"))
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter capitalised (report items start in lower case)."""
+    return text[:1].upper() + text[1:]
 
 
 def _unbroken_words(text: str) -> list[str]:
