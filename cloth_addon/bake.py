@@ -143,18 +143,20 @@ class BakeSummary:
                f"{'/'.join(self.models)} in {duration(self.wall_time_s)} "
                f"({per_frame(self.wall_time_s, self.frames_simulated)})",
                f"max strain {strain(self.max_strain)}, deepest penetration "
-               f"{millimetres(self.deepest_penetration_m)}, {self.intersections} intersecting "
-               "triangle pairs at most"]
+               f"{millimetres(self.deepest_penetration_m)}, "
+               f"{count(self.intersections, 'intersecting triangle pair')} at most"]
         if self.retried:
             frames = sorted(self.retried)
             shown = ", ".join(str(f) for f in frames[:5]) + (", …" if len(frames) > 5 else "")
-            out.append(f"{sum(self.retried.values())} retries with finer steps after a blow-up "
-                       f"(frames {shown})")
+            out.append(f"{count(sum(self.retried.values()), 'retry', 'retries')} with finer "
+                       f"steps after a blow-up (frames {shown})")
         if self.untangled:
-            out.append(f"{self.untangled} vertices started inside a collider and were moved out")
+            out.append(f"{count(self.untangled, 'vertex', 'vertices')} started inside a collider "
+                       "and were moved out")
         if self.tangled_pairs:
-            out.append(f"the cloth started intersecting itself ({self.tangled_pairs} triangle "
-                       f"pairs) and was separated over {count(self.tangled_frames, 'frame')}")
+            out.append(f"the cloth started intersecting itself "
+                       f"({count(self.tangled_pairs, 'triangle pair')}) and was separated over "
+                       f"{count(self.tangled_frames, 'frame')}")
         if self.skipped:
             out.append(f"skipped {', '.join(self.skipped)}")
         return out + self.notes + self.warnings
