@@ -409,6 +409,45 @@ def test_a_repeated_resolve_tests_the_pairs_whose_points_moved():
     np.testing.assert_array_equal(x1, through)
 
 
+def test_the_resolve_reuses_the_collider_pairs_of_the_prediction_on_its_path():
+    """The collider prediction's last call before the resolve is on the solved path: the
+    resolve then queries the tree for the cloth's own pairs only and takes the pairs against
+    the collider from that call, and pushes exactly as a handler that queried both itself."""
+    from solver.collision.pipeline import CollisionHandler
+    from solver.model import build_model
+
+    sheet = grid_mesh((0.3, 0.3), (9, 9), (0.0, 0.0, 0.0065))
+    table = Collider(kind="mesh", mesh=box_mesh((-0.1, -0.1, -0.1), (0.1, 0.1, 0.0)),
+                     thickness=0.005)
+    model = build_model(ClothSetup(sheet, CLOTH))
+    h = 1.0 / 24.0
+    x0 = model.rest_positions.copy()
+    v = np.zeros_like(x0)
+    # down by 1.5 mm: the middle ends 1 mm inside the table's contact distance (6 mm), and the
+    # continuous test after the push reuses the candidates too (the push is within SLACK)
+    v[:, 2] = -0.036
+    im = 1.0 / model.mass
+    ends = []
+    for predicted in (True, False):
+        handler = CollisionHandler(model, (table,), True, 24.0, 1)
+        state = handler.colliders.state(0)
+        queries = {"self_pairs": 0, "pairs_with": 0}
+        for name in queries:
+            def counted(*args, _f=getattr(handler.cloth_tree, name), _name=name):
+                queries[_name] += 1
+                return _f(*args)
+            setattr(handler.cloth_tree, name, counted)
+        if predicted:
+            handler.contact_constraints(x0, v, im, h, state, state)
+        x1, v1 = x0 + h * v, v.copy()
+        stats = handler.resolve(x0, x1, v1, im, h, state, state)
+        assert stats.contacts > 0 and stats.pushed > 0
+        assert queries == {"self_pairs": 1, "pairs_with": 1}
+        ends.append((x1, v1))
+    for a, b in zip(*ends):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_self_contact_substeps_count_only_edges_in_self_contact():
     """The implicit model takes more substeps when edges in self-contact move fast relative to
     their length; a fast edge with no end in self-contact on the last step adds none, and the

@@ -278,10 +278,11 @@ class CollisionHandler:
 
     def _keep_constraints(self, idx, rec, P0, U, h) -> None:
         """Add records (idx (K, 4), rec (K, RECORD)) of the path P0 → P0 + h·U to the step's
-        position constraints."""
+        position constraints. They are made into constraints only when step_constraints is
+        called: most steps run no strain round and never need them."""
         if CONTACTS_IN_LIMITER and len(idx):
-            self._step_constraints.append(
-                (*position_constraints(idx, rec, P0, U, h, self.V), float(rec[:, GAP].min())))
+            # U is pushed further in place; the constraints read only the collider points' rows
+            self._step_constraints.append((idx, rec, P0, U.copy(), h))
 
     def step_constraints(self):
         """The contacts and collisions of the last resolved step, as one-sided constraints on
@@ -294,8 +295,10 @@ class CollisionHandler:
         # A pair found again by a later resolve of the step is held once per time found:
         # keeping only its first or latest record left the tight sleeve of test_collision.py
         # 4-16 rounds a frame instead of 1-2
-        gap = min(p[4] for p in parts)
-        return (*(np.concatenate([p[k] for p in parts]) for k in range(4)), SETTLED * gap, gap)
+        made = [position_constraints(idx, rec, P0, U, h, self.V)
+                for idx, rec, P0, U, h in parts]
+        gap = min(float(p[1][:, GAP].min()) for p in parts)
+        return (*(np.concatenate([m[k] for m in made]) for k in range(4)), SETTLED * gap, gap)
 
     def _mark_contacts(self, idx: np.ndarray, analytic: np.ndarray) -> None:
         """Add the cloth vertices of cloth–cloth records (idx (K, 4), analytic (K,) bool) to
@@ -478,28 +481,47 @@ class CollisionHandler:
         V = self.V
         with_self = with_self and self.self_collision
         with_colliders = self.colliders.has_mesh and not self._self_only
-        key = (with_self, with_colliders)
-        cache = self._pair_cache
-        if cache is not None and cache[1] == key and cache[0].shape == P0.shape \
-                and float(np.max(np.abs(P1 - cache[2]), initial=0.0)) <= SLACK \
-                and np.array_equal(cache[0], P0):
-            pairs = cache[3]
-        else:
-            self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
-            pairs = []
-            if with_self:
-                pairs.append(self.cloth_tree.self_pairs())
-            if with_colliders:
+        # the cloth's own pairs and those against the colliders are kept apart: the collider
+        # prediction's last call before the resolve asks for the second only, on the solved
+        # path, and the resolve then reuses them
+        cached = self._pair_cache or (None, None)
+        found = [self._reused(entry, P0, P1) if wanted else None
+                 for wanted, entry in zip((with_self, with_colliders), cached)]
+        refit = True
+        for k, wanted in enumerate((with_self, with_colliders)):
+            if not wanted or found[k] is not None:
+                continue
+            if refit:
+                self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
+                refit = False
+                start = P0.copy()
+            if k == 0:
+                found[k] = self.cloth_tree.self_pairs()
+            else:
                 self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad + SLACK)
-                cross = self.cloth_tree.pairs_with(self.collider_tree)
-                cross[:, 1] += self.T
-                pairs.append(cross)
-            pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
-            self._pair_cache = (P0.copy(), key, P1, pairs)
+                found[k] = self.cloth_tree.pairs_with(self.collider_tree)
+                found[k][:, 1] += self.T
+            cached = tuple((start, P1, found[k]) if j == k else cached[j] for j in range(2))
+        self._pair_cache = cached
+        pairs = [p for p in found if p is not None]
+        pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
         if with_collisions:
             return tuple(self._without_excluded(*found)
                          for found in self.tester.run_with_collisions(pairs, P0, P1, im, moved))
         return self._without_excluded(*self.tester.run(mode, pairs, P0, P1, im, moved))
+
+    @staticmethod
+    def _reused(entry, P0, P1):
+        """The candidate pairs of a cache entry (start, end, pairs) if it covers the path
+        P0 → P1: the same start by value, and no end position more than SLACK from its end;
+        else None."""
+        if entry is None:
+            return None
+        start, end, pairs = entry
+        if start.shape == P0.shape and float(np.max(np.abs(P1 - end), initial=0.0)) <= SLACK \
+                and np.array_equal(start, P0):
+            return pairs
+        return None
 
     def _without_excluded(self, idx: np.ndarray, rec: np.ndarray):
         """The records (idx (K, 4), rec (K, RECORD)) less the cloth–cloth ones with a vertex in

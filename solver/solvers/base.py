@@ -129,7 +129,7 @@ class ClothSolver:
             for _ in range(STRAIN_ROUNDS):
                 before = self.x.copy()
                 if not self._limit_strain(h, only_if_over=True, held=held,
-                                          constraints=c.step_constraints()):
+                                          constraints=c.step_constraints):
                     break
                 # A resolve leaves every pair free of crossings on its path, so the next one
                 # need only test pairs the strain limiter moved: a small share of the vertices
@@ -171,7 +171,7 @@ class ClothSolver:
         only_if_over: do nothing (return 0) unless an edge exceeds the limit by more than
         STRAIN_SLACK of it. held: (V,) bool, vertices that move as if HELD_MASS times
         heavier. constraints: one-sided constraints held with the limit (apply_strain_limit),
-        or None."""
+        or None, or a function returning them (called only when the limiter runs)."""
         s = self.model.max_strain
         if s is None:
             if not only_if_over:  # only the collision rounds guard unlimited materials
@@ -186,6 +186,8 @@ class ClothSolver:
             graph = np.concatenate([m.edges, m.diagonals])
             length = np.linalg.norm(pos[graph[:, 1]] - pos[graph[:, 0]], axis=1)
             self._tethers = tethers(graph, length, m.vertex_count, self.fixed)
+        if callable(constraints):
+            constraints = constraints()
         inv_mass = self.inv_mass
         if held is not None and held.any():
             inv_mass = np.where(held, inv_mass / HELD_MASS, inv_mass)
