@@ -13,10 +13,10 @@ the frame after a rescued one starts with steps twice as long as those that work
 solver's own. The state at the start of the frame is restored exactly (positions, velocities
 and what the solver's steps hand on: ClothSolver.carried), so a bake stays deterministic, and a
 bake that never blows up runs as before. The reports count the retries. A CrushedError (the
-model squeezed between a collider and its pins, which no shorter step resolves) is not
-retried. A frame whose cloth tears apart (an edge stretched past ``torn_strain``: a blow-up
-that stayed below max_speed, such as a degenerate element's) counts as a blow-up too, so a
-result that exploded is never reported as a success.
+model squeezed between a collider and its pins or another collider, which no shorter step
+resolves) is not retried. A frame whose cloth tears apart (an edge stretched past
+``torn_strain``: a blow-up that stayed below max_speed, such as a degenerate element's) counts
+as a blow-up too, so a result that exploded is never reported as a success.
 
 Degenerate elements of the user's meshes (collapsed faces, zero-length edges, zero-area faces)
 are simulated around (degenerate.py): the solver steps the reduced meshes, and the results are

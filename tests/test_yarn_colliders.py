@@ -15,6 +15,7 @@ from solver.spec import Collider
 from solver.params import SolverSettings
 from solver.yarn import YarnColliders, YarnSolver, build_yarn_model
 from solver.yarn.dynamics import GUARD, Stepping, YarnCrushedError
+from solver.yarn.relax import build_solver
 from test_yarn_scene import SCENE  # a 3 x 3 garter pinned by its top course
 from yarns import P, relaxed_swatch, solver, swatch_solver
 from yarns import straight as _straight
@@ -265,3 +266,94 @@ velocity = [0.0, 1.0, 0.0]
     assert "crushed between a collider and pinned yarn" in result.error
     assert "retries" not in result.error and "substeps" not in result.error
     assert len(result.positions) == 2 and np.isfinite(result.positions).all()
+
+
+def _on_table(n=6):
+    """A relaxed n × n stockinette lying face up on a table (z = 0, 0.1 mm above its reach),
+    the table and the thickness of the knit [m]."""
+    sw, setup = _swatch(n)
+    x = setup.positions - setup.positions.mean(axis=0)
+    x[:, 2] -= x[:, 2].min() - P.radius - 1e-4
+    table = Collider(kind="plane", point=np.zeros(3), normal=np.array([0.0, 0.0, 1.0]),
+                     thickness=0.0, friction=0.5)
+    return sw, _moved(setup, x), table, float(x[:, 2].max() + P.radius)
+
+
+def test_a_ball_pressing_a_knit_on_a_table_holds_it_until_it_leaves_no_room_for_the_yarn():
+    """A ball keyed down at 0.5 m/s onto a knit lying on a table presses it flat with its yarns
+    kept apart while there is room between the ball's reach and the table's for a yarn
+    diameter (yarn pushed by both, legitimately). Once the ball leaves less room than the
+    crossing yarns need, the yarn between the two is squeezed at the ball's speed whatever
+    the step: refused at once, naming the two colliders, as a ball against pins is."""
+    sw, setup, table, top = _on_table()
+    D = 2 * P.radius
+    R, v = 0.02, 0.5
+    centre = np.array([0.0, 0.0, top + 1e-3 + R + 0.5e-3])  # 0.5 mm above the knit
+    ball = Collider(kind="sphere", center=centre, radius=R, thickness=1e-3, friction=0.3,
+                    velocity=np.array([0.0, 0.0, -v]))
+    sim = swatch_solver(sw, setup, gravity=(0, 0, -9.81),
+                        colliders=YarnColliders([table, ball], P.radius, 24.0, 2))
+
+    def room():   # between the table's reach and the ball's [m]
+        return centre[2] - v * sim.time - R - 1e-3 - P.radius - P.radius
+
+    under = np.linalg.norm(sim.x[:, :2], axis=1) < 5e-3      # the yarn under the ball
+    while room() > D + v * 1e-3:
+        sim.advance(1e-3)
+    assert sim.stats.min_clearance >= GUARD * D
+    assert setup.positions[under, 2].max() - sim.x[under, 2].max() > D   # pressed down
+    assert sim.colliders.reached(sim.x, sim.time, GUARD * D).any(axis=0).all()   # by both
+    with pytest.raises(YarnCrushedError, match=r"crushed between two colliders \(a plane and "
+                                               r"a sphere, colliders 1 and 2 .* move the "
+                                               r"colliders apart"):
+        while sim.time < 0.05:
+            sim.advance(1e-3)
+    assert room() > 0.0          # refused while the two reaches still leave a gap, not later
+
+
+def test_a_ball_resting_on_a_knit_on_a_table_is_no_crush():
+    """A ball (a triangle mesh, keyed by its positions per frame) let down onto a knit on a
+    table and held there a yarn diameter above the table's reach: the knit is pressed between
+    the two and stays so, with its yarns apart, and nothing is refused."""
+    sw, setup, table, top = _on_table()
+    D = 2 * P.radius
+    R, fps, frames = 0.02, 200.0, 7
+    mesh = _icosphere(R, (0.0, 0.0, 0.0), subdivisions=2)
+    low = mesh.positions[:, 2].min()
+    # the ball's reach (1 mm thick) goes from 0.5 mm above the knit to a diameter above the
+    # table's over frames 0 to 4 (about 0.45 m/s) and stays there
+    start, end = top + 1e-3 + 0.5e-3 - low, P.radius + D + 1e-3 + P.radius - low
+    z = np.interp(np.arange(frames + 1), [0, 4], [start, end])
+    ball = Collider(kind="mesh", mesh=mesh, thickness=1e-3, friction=0.3,
+                    positions=mesh.positions[None] + z[:, None, None] * [0.0, 0.0, 1.0])
+    sim = swatch_solver(sw, setup, gravity=(0, 0, -9.81),
+                        colliders=YarnColliders([table, ball], P.radius, fps, frames))
+    under = np.linalg.norm(sim.x[:, :2], axis=1) < 5e-3      # the yarn under the ball
+    sim.advance(frames / fps)
+    assert sim.stats.min_clearance >= GUARD * D
+    assert setup.positions[under, 2].max() - sim.x[under, 2].max() > D   # pressed down
+    assert sim.colliders.reached(sim.x, sim.time, GUARD * D).any(axis=0).all()
+    assert sim.colliders.depth(sim.x, sim.time) == 0.0
+
+
+def test_a_knit_scene_crushed_between_a_table_and_a_ball_stops_with_the_reason():
+    """The same in a scene file: the frames before it kept, the frame not retried."""
+    text = SCENE.replace("frames = 2", "frames = 12").replace('pin = "top"', 'pin = "none"') \
+        .replace("gravity = [0.0, 0.0, -9.81]", "gravity = [0.0, -9.81, 0.0]")
+    low = build_solver(parse_scene(tomllib.loads(text))).x[:, 1].min()   # as relaxed
+    # the knit hangs in the x–z plane; the table is behind it (y), the ball comes from the front
+    text += f"""
+[[collider]]
+plane = {{ point = [0.0, {low - 1.5e-3:.6f}, 0.0], normal = [0.0, 1.0, 0.0] }}
+thickness = 0.0
+[[collider]]
+sphere = {{ center = [0.0, 0.03, 0.5], radius = 0.02 }}
+thickness = 0.001
+velocity = [0.0, -0.25, 0.0]
+"""
+    result = simulate(parse_scene(tomllib.loads(text)))
+    assert "crushed between two colliders (a plane and a sphere" in result.error
+    assert "soft pins do not help" in result.error
+    assert "retries" not in result.error and "substeps" not in result.error
+    frame = int(result.error.split(":")[0].removeprefix("frame "))
+    assert len(result.positions) == frame and np.isfinite(result.positions).all()

@@ -219,7 +219,9 @@ class YarnColliders:
 
     def __init__(self, colliders, radius: float, fps: float, frames: int):
         self.colliders = tuple(colliders)
+        self.radius = float(radius)
         self.set = ColliderSet(tuple(colliders), 2.0 * float(radius), fps, frames)
+        self._each: dict[float, tuple[YarnColliders, ...]] = {}   # reached's, by margin
         c = self.set
         self._tri_gap = np.zeros(0)
         self._tri_mu = np.zeros(0)
@@ -275,12 +277,23 @@ class YarnColliders:
                                   s1.mesh_positions, self._tri_gap, self._tri_mu)
         return n
 
-    def reached(self, x: np.ndarray, t: float) -> np.ndarray:
-        """(P,) bool: the points of x (P, 3) [m] closer to a collider at time t [s] than its
-        reach (r + thickness), pinned or not: those a push would move."""
-        y = x.copy()
-        self.project(x, y, np.ones(len(x)), t, t)
-        return np.any(y != x, axis=1)
+    def reached(self, x: np.ndarray, t: float, margin: float = 0.0) -> np.ndarray:
+        """(P, K) bool: the points of x (P, 3) [m] closer to each of the K colliders (in the
+        order given) at time t [s] than its reach (r + thickness) plus ``margin`` [m], pinned
+        or not: with no margin, those a push by it would move. Each collider on its own, for
+        the rare step that no shortening saves (dynamics.YarnSolver._crushed)."""
+        each = self._each.get(margin)
+        if each is None:
+            c = self.set
+            each = tuple(YarnColliders((one,), self.radius + margin, c.fps, c.frames)
+                         for one in self.colliders)
+            self._each[margin] = each
+        out = np.zeros((len(x), len(each)), bool)
+        for k, one in enumerate(each):
+            y = x.copy()
+            one.project(x, y, np.ones(len(x)), t, t)
+            out[:, k] = np.any(y != x, axis=1)
+        return out
 
     def depth(self, x: np.ndarray, t: float) -> float:
         """Deepest [m] a yarn point (P, 3), the yarn's centreline, lies inside a sphere, behind

@@ -27,12 +27,13 @@ the bending implicit and the guarantees below:
    free neighbours rather than being pulled back in); v = (x⁺ − x)/h.
 
 A step is thrown away and done as two halves (recursively, at most ``MAX_HALVINGS`` times;
-then YarnStepError, or YarnCrushedError where a collider presses yarn into pinned yarn: the
-pair then closes at the collider's speed at every step length) when any non-neighbouring
-pair of segments would end closer than g = ``GUARD``·2r or any point would move by g or more
-(``StepStats.refinements``). This is a guarantee, not a heuristic: points move linearly
-within a step, so two segments' distance at any moment of it is at least (d₀ + d₁)/2 − δ > 0
-for end distances d₀, d₁ ≥ g and moves δ < g: no yarn passes through another.
+then YarnStepError, or YarnCrushedError where a collider presses yarn into pinned yarn or into
+another collider: the pair then closes at the collider's speed at every step length) when any
+non-neighbouring pair of segments would end closer than g = ``GUARD``·2r or any point would
+move by g or more (``StepStats.refinements``). This is a guarantee, not a heuristic: points
+move linearly within a step, so two segments' distance at any moment of it is at least
+(d₀ + d₁)/2 − δ > 0 for end distances d₀, d₁ ≥ g and moves δ < g: no yarn passes through
+another.
 
 Step length: at most the settings' ``time_step`` (1/4800 s), and, where the contact is stiffer,
 the longest of h·2^(−j/8) within 0.71 of symplectic Euler's stability limit 2/ω_max of the
@@ -104,9 +105,9 @@ class YarnStepError(BlowUpError):
 
 
 class YarnCrushedError(YarnStepError, CrushedError):
-    """A collider squeezes yarn against pinned yarn: pinned points are not pushed, so a
-    collider moving into them closes the gap of the yarn it carries at its own speed, whatever
-    the step (not retried)."""
+    """A collider squeezes yarn against pinned yarn or against another collider: pinned points
+    are not pushed and colliders do not give way, so a collider moving into them closes the gap
+    of the yarn it carries at its own speed, whatever the step (not retried)."""
 
 
 @dataclass
@@ -610,38 +611,56 @@ class YarnSolver:
 
     def _crushed(self, xn: np.ndarray, pushed: np.ndarray | None, gap: float, moved: float,
                  h: float) -> str | None:
-        """Why a step to xn (P, 3) [m] that failed the guard cannot be made shorter: a collider
-        reaches pinned points and pushed yarn in the step (``pushed`` (P,) bool), and either
-        the closest pair is pushed yarn against pinned yarn or a point moved too far; None
-        otherwise."""
+        """Why a step to xn (P, 3) [m] that failed the guard cannot be made shorter: yarn that
+        a collider pushed in the step (``pushed`` (P,) bool) is squeezed from two sides that do
+        not give way, a collider and the pinned points inside its reach (pins are not pushed)
+        or two colliders, and either the closest pair is yarn held by one side against yarn
+        held by the other (pinned, or within the guard of a collider's reach) or a point moved
+        too far; None otherwise."""
         if pushed is None or not pushed.any():
-            return None
-        inside = int((self.colliders.reached(xn, self.time + h) & ~self.free).sum())
-        if inside == 0:
             return None
         m = self.model
         s = m.segments
         D = 2.0 * m.radius
         g = GUARD * D
-        blamed = False
+        t = self.time + h
+        inside = int((self.colliders.reached(xn, t).any(axis=1) & ~self.free).sum())
+        # the sides: the pins, where a collider reaches them, then each collider
+        sides = np.column_stack((~self.free if inside else np.zeros(len(xn), bool),
+                                 self.colliders.reached(xn, t, g)))
+        touched = sides.any(axis=0)
+        if np.count_nonzero(touched) < 2:
+            return None
+        blamed = None
         if gap < g:
             pairs = self._pairs(xn)[0]
             k, _ = closest_pair(xn, s.seg, s.rest, s.yarn, s.arc, pairs, D)
             if k >= 0:
-                a, b = s.seg[pairs[k, 0]], s.seg[pairs[k, 1]]
-                blamed = bool((pushed[a].any() and not self.free[b].all())
-                              or (pushed[b].any() and not self.free[a].all()))
-        # a point squeezed out between pushed and pinned yarn need not be pushed itself
-        blamed = blamed or moved >= g
-        if not blamed:
+                a = sides[s.seg[pairs[k, 0]]].any(axis=0)
+                b = sides[s.seg[pairs[k, 1]]].any(axis=0)
+                if a.any() and b.any() and np.count_nonzero(a | b) >= 2:
+                    blamed = a | b
+        if blamed is None and moved >= g:
+            blamed = touched   # a point squeezed out between the sides need not touch either
+        if blamed is None:
             return None
-        return (f"yarn crushed between a collider and pinned yarn: {inside} pinned points lie "
-                f"inside a collider's reach, and the yarn it pushes comes within "
-                f"{gap / D:.3f} diameters of other yarn and moves {moved / D:.3g} diameters in "
-                f"a step of {h:.3g} s (the guard is {GUARD} diameters for both). Pinned points "
-                "are not pushed, so a collider moving into them squeezes the yarn it carries "
-                "against them at its own speed, at any step: keep colliders clear of the pins, "
-                "or make the pins soft (pin weights below 1), which a collider can push")
+        how = (f"comes within {gap / D:.3f} diameters of other yarn and moves {moved / D:.3g} "
+               f"diameters in a step of {h:.3g} s (the guard is {GUARD} diameters for both)")
+        if blamed[0]:
+            return (f"yarn crushed between a collider and pinned yarn: {inside} pinned points "
+                    f"lie inside a collider's reach, and the yarn it pushes {how}. Pinned points "
+                    "are not pushed, so a collider moving into them squeezes the yarn it "
+                    "carries against them at its own speed, at any step: keep colliders clear "
+                    "of the pins, or make the pins soft (pin weights below 1), which a collider "
+                    "can push")
+        i, j = np.nonzero(blamed[1:])[0][:2]
+        kinds = [self.colliders.colliders[c].kind for c in (i, j)]
+        which = f"two {kinds[0]}s" if kinds[0] == kinds[1] else f"a {kinds[0]} and a {kinds[1]}"
+        return (f"yarn crushed between two colliders ({which}, colliders {i + 1} and {j + 1} "
+                f"in the scene's order): the yarn between them {how}. Colliders do not give "
+                "way, so where two leave the yarn less room than it needs no step keeps it "
+                "apart: move the colliders apart or squeeze less (stop the one that presses "
+                "before the yarn is flat); soft pins do not help here")
 
     # -- public ----------------------------------------------------------------------------
     def step(self) -> None:
