@@ -1,7 +1,8 @@
 """Does a relaxed knit stay at rest, and does a hanging one hold? (docs/yarn.md, "Validation").
 
 Wool-worsted swatches of ``--size`` stitches × courses, made as Add > Knit Swatch makes them
-(cast-on and bind-off edges, Kaldor's relaxation and the settle, the yarn's default friction):
+(cast-on and bind-off edges, Kaldor's relaxation and the settle, the yarn's default friction or
+``--friction``, which then acts in the relaxation and the simulation alike):
 
 - free: each pattern floating with no gravity and nothing pinned for ``--seconds``; its width
   along the course and height along the wale, measured along the fabric (the length of the
@@ -15,6 +16,8 @@ Wool-worsted swatches of ``--size`` stitches × courses, made as Add > Knit Swat
 - throughout: yarn length change and the closest non-neighbouring pair, in diameters.
 
     NUMBA_NUM_THREADS=2 .venv/bin/python bench/yarn_rest.py --json bench/results/yarn_rest.json
+    NUMBA_NUM_THREADS=1 .venv/bin/python bench/yarn_rest.py --parts hung --friction 0.3 \
+        --json bench/results/yarn_rest_hung_12x12_friction.json
 """
 
 from __future__ import annotations
@@ -119,11 +122,18 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--patterns", nargs="+", default=list(PATTERNS))
     ap.add_argument("--parts", nargs="+", default=["free", "hung"], choices=["free", "hung"])
+    ap.add_argument("--friction", type=float, default=None,
+                    help="yarn friction μ, in the relaxation and the simulation "
+                    "(default: the yarn's)")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
     S, C = args.size
     yarn = YarnParams()
-    result = {"size": [S, C], "seconds": args.seconds, "yarn": "wool_worsted (defaults)",
+    label = "wool_worsted (defaults)"
+    if args.friction is not None:
+        yarn = dataclasses.replace(yarn, friction=args.friction)
+        label = f"wool_worsted (defaults but friction {args.friction:g})"
+    result = {"size": [S, C], "seconds": args.seconds, "yarn": label,
               "friction": yarn.friction, "threads": os.environ.get("NUMBA_NUM_THREADS"),
               "free": {}}
     for pattern in args.patterns if "free" in args.parts else ():
