@@ -412,3 +412,54 @@ def test_the_candidate_pairs_lose_no_contact_or_collision_of_all_triangle_pairs(
         cached.append(handler._pair_cache[0][2])  # (the cloth's own pairs: no collider)
     assert cached[0] is cached[1]  # the second end reused the first one's pairs
     assert len(cached[0]) < len(pairs) / 2 and total > 50  # a real cull, and real contacts
+
+
+def test_the_contact_prediction_finds_per_vertex_what_the_triangle_pairs_find():
+    """The implicit solve's contact prediction queries the collider tree once per cloth vertex
+    (CollisionHandler._nearby_collider_faces) instead of pairing cloth and collider triangles;
+    it gives the NEARBY records of the triangle-pair pass bit for bit, each vertex's in the same
+    order (the order decides ties between a vertex's closest faces), on a crumpled sheet over
+    two spheres of different contact distances that move during the step, with pinned
+    vertices; again for a second path from the same start (the repeated prediction of a step,
+    which keeps the collider tree's boxes) and for colliders that moved on."""
+    from solver import ClothSetup, Collider, MaterialParams, PolyMesh
+    from solver.collision.narrow_phase import NEARBY
+    from solver.collision.pipeline import CollisionHandler
+    from solver.model import build_model
+    from bodies import uv_sphere
+
+    rng = np.random.default_rng(5)
+    tris, x0, _ = _crumpled_sheet(rng, n=17, size=0.5, jitter=0.004)
+    x0 = x0 + [0.0, 0.0, 0.2]
+    mesh = PolyMesh(x0, tris.reshape(-1), np.arange(0, 3 * len(tris) + 1, 3))
+    model = build_model(ClothSetup(mesh, MaterialParams(thickness=0.004)))
+    spheres = (Collider("mesh", mesh=uv_sphere(0.2, (-0.1, 0.0, 0.0)), thickness=0.01),
+               Collider("mesh", mesh=uv_sphere(0.12, (0.15, 0.05, 0.07)), thickness=0.002))
+    handler = CollisionHandler(model, spheres, False, 24.0, 1)
+    V, h = len(x0), 1.0 / 24.0
+    X0 = handler.colliders.state(0).mesh_positions
+    im = np.concatenate([np.ones(V), np.zeros(len(X0))])
+    im[:V:7] = 0.0  # pinned
+
+    def by_vertex(found):
+        idx, rec = found
+        order = np.argsort(idx[:, 0], kind="stable")
+        return idx[order], rec[order]
+
+    total = 0
+    for shift, cloth_motion in (((0.0, 0.0, 0.03), 0.4), ((0.0, 0.0, 0.03), 0.6),
+                                ((0.02, -0.01, 0.05), 0.5)):
+        P0 = np.concatenate([x0, X0])
+        U = np.concatenate([rng.normal(scale=cloth_motion, size=x0.shape) - [0.0, 0.0, 1.5],
+                            np.tile(np.array(shift) / h, (len(X0), 1))])
+        handler._pair_cache = None
+        want = by_vertex(handler._detect(NEARBY, P0, U, im, h, with_self=False))
+        got = by_vertex(handler._nearby_collider_faces(P0, P0 + h * U, im))
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1].tobytes() == want[1].tobytes()
+        # more than one face per vertex, against both spheres
+        assert len(np.unique(got[0][:, 0])) < len(got[0])
+        assert len(np.unique(handler.group[got[0][:, 1]])) == 2
+        total += len(got[0])
+        X0 = X0 + shift
+    assert total > 500

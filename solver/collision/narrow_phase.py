@@ -342,6 +342,37 @@ def _collect(mode, with_ccd, pairs, tris, own_v, own_e, edges, x0, x1, inv_mass,
 
 
 @njit(parallel=True)
+def vertex_face_records(vertex, face, x0, x1, tris, group, group_gap, group_mu, inv_mass,
+                        found, rec):
+    """NEARBY over candidate (cloth vertex, collider triangle) pairs, (K,) each: found[k] = True
+    and the record in rec[k] (RECORD,) where the vertex's path box x0 → x1 is within the
+    collider's contact distance group_gap[g] [m] of the triangle's (tris (T, 3) into the points
+    of x0, x1 (N, 3) [m]; group (N,): −1 cloth, else the collider), exactly as the triangle
+    pairs' pass (_collect) finds them: the same filters, the same test, the same record."""
+    no_filter = np.zeros(0, np.uint8)
+    for k in prange(vertex.shape[0]):
+        v, t = vertex[k], face[k]
+        f0, f1, f2 = tris[t, 0], tris[t, 1], tris[t, 2]
+        g = group[f0]
+        dist, mu = group_gap[g], group_mu[g]
+        tol = max(0.1 * dist, MIN_DISTANCE)  # as ccd_tolerance
+        pad = dist + 0.0  # as _collect's dist + margin
+        apart = False
+        for r in range(3):  # _apart of the two path boxes
+            plo, phi = min(x0[v, r], x1[v, r]), max(x0[v, r], x1[v, r])
+            tlo = min(x0[f0, r], x1[f0, r], x0[f1, r], x1[f1, r], x0[f2, r], x1[f2, r])
+            thi = max(x0[f0, r], x1[f0, r], x0[f1, r], x1[f1, r], x0[f2, r], x1[f2, r])
+            if plo > thi + pad or tlo > phi + pad:
+                apart = True
+        found[k] = False
+        if apart:
+            continue
+        # (NEARBY writes no collision record: rec[k] stands in for that slot too)
+        found[k] = _test(NEARBY, False, VERTEX_FACE, v, f0, f1, f2, x0, x1, inv_mass, True,
+                         dist, tol, mu, pad, no_filter, rec[k], rec[k]) != 0
+
+
+@njit(parallel=True)
 def pairs_with_flagged(pairs, tris, flags):
     """The triangle pairs (P, 2) with a point flagged in flags (N,) (uint8), and the triangles
     (T,) bool that those pairs hold."""

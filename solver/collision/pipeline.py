@@ -33,8 +33,8 @@ from .features import mesh_features
 from .impact_zones import ImpactZones
 from .inside import InsideTest
 from .intersections import analytic_depth, count_intersecting_pairs
-from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NEARBY, NX, RECORD, REPULSION, UX,
-                           PairTester, closest_per_vertex)
+from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NX, RECORD, REPULSION, UX,
+                           PairTester, closest_per_vertex, vertex_face_records)
 from .response import apply_contacts, position_constraints
 
 PROXIMITY_PASSES = 20   # most Gauss–Seidel sweeps over the proximity contacts
@@ -147,6 +147,16 @@ class CollisionHandler:
         self.collider_tree = TriangleTree(c.mesh_tris, rest)
         # inside/outside of the mesh colliders, closed, open or in touching parts
         self.inside = InsideTest(c)
+        # the contact prediction's tree (_nearby_collider_faces): the same tree, boxes of the
+        # collider triangles' paths without padding, queried with cloth vertices' path boxes
+        # grown by the largest contact distance (and a rounding margin: the exact filter
+        # follows)
+        self._prediction_tree = TriangleTree(c.mesh_tris, rest)
+        self._prediction_at = None
+        self._prediction_pad = float(np.max(c.mesh_gap, initial=0.0)) * (1.0 + 1e-6) + 1e-9
+        # cloth vertices that the triangle-pair tests test (owned by a triangle: features.py)
+        own = f.own_vertices[:self.T]
+        self._owned = np.unique(own[own >= 0])
         self._pair_cache = None
         # True while a path is resolved against the cloth itself only (``resolve_self``)
         self._self_only = False
@@ -401,8 +411,7 @@ class CollisionHandler:
             P0 = np.concatenate([x0, c0.mesh_positions])
             U = np.concatenate([v_pred, (c1.mesh_positions - c0.mesh_positions) / h])
             im = np.concatenate([inv_mass, np.zeros(len(U) - V)])
-            # cloth vertices against collider faces (the only pairs NEARBY reports)
-            idx, rec = self._detect(NEARBY, P0, U, im, h, with_self=False)
+            idx, rec = self._nearby_collider_faces(P0, P0 + h * U, im)
             # per vertex and collider, the face closest at the start: the direction to a farther
             # face's closest point (on its boundary) runs along the surface, and predicting
             # along it made cloth sliding over a faceted sphere look as if it dived in; the
@@ -430,6 +439,35 @@ class CollisionHandler:
             found = found.union(merge_deepest([self._self_constraints(x0, v_pred, inv_mass,
                                                                       h, c0, c1, near)]))
         return found
+
+    def _nearby_collider_faces(self, P0: np.ndarray, P1: np.ndarray, im: np.ndarray):
+        """NEARBY records (idx (K, 4), rec (K, RECORD)) of the cloth vertices against the mesh
+        colliders' faces on the path P0 → P1 (cloth points, then collider points, (N, 3) [m];
+        im (N,) [1/kg]): the records that ``_detect(NEARBY, ...)`` finds through triangle
+        pairs, each vertex's in the same order (its candidate faces in the collider tree's
+        leaf order), from one query of the collider tree per cloth vertex: no cloth tree refit,
+        no triangle pairs, no boxes of the cloth's other features (docs/solver.md, "Contact
+        prediction"). The collider tree is refitted only when the colliders' path changed (the
+        repeated predictions of a step share it)."""
+        V = self.V
+        C0, C1 = P0[V:], P1[V:]
+        at = self._prediction_at
+        if at is None or not (np.array_equal(at[0], C0) and np.array_equal(at[1], C1)):
+            self._prediction_tree.refit(C0, C1, np.zeros(len(self._prediction_tree)))
+            self._prediction_at = (C0.copy(), C1.copy())
+        v = self._owned
+        x0, x1 = P0[v], P1[v]
+        pairs = self._prediction_tree.box_pairs(np.minimum(x0, x1) - self._prediction_pad,
+                                                np.maximum(x0, x1) + self._prediction_pad)
+        vertex = v[pairs[:, 0]]
+        face = pairs[:, 1] + self.T
+        found = np.empty(len(pairs), bool)
+        rec = np.empty((len(pairs), RECORD))
+        t = self.tester
+        vertex_face_records(vertex, face, P0, P1, t.tris, self.group, t.group_gap, t.group_mu,
+                            im, found, rec)
+        corners = t.tris[face[found]]
+        return np.column_stack([vertex[found], corners]), rec[found]
 
     def _self_constraints(self, x0, v_pred, inv_mass, h, c0, c1, near):
         """Cloth–cloth contacts for the implicit solve, as candidates for merge_deepest
