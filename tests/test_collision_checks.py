@@ -105,3 +105,36 @@ def test_box_pairs_are_the_overlapping_query_boxes_and_faces():
     assert len(expect) > 50
     assert np.all(np.diff(got[:, 0]) >= 0)
     assert sorted(map(tuple, got)) == sorted(map(tuple, expect))
+
+
+@pytest.mark.parametrize("jitter", [0.0, 0.004, 0.02])
+def test_the_report_counts_the_intersecting_pairs_of_the_listed_candidate_pairs(jitter):
+    """The frame report counts intersecting triangles in one descent of the trees
+    (intersections.count_intersections), without listing the candidate pairs: the same counts as
+    intersecting_pair_mask over self_pairs() and pairs_with(), on crumpled sheets through
+    themselves and through a sphere (touching boxes included: a flat sheet's neighbours)."""
+    from bodies import uv_sphere
+    from solver.collision.intersections import count_intersecting_pairs, count_intersections
+    from solver.topology import canonical_triangles, triangulate
+
+    rng = np.random.default_rng(3)
+    mesh = grid_mesh((0.5, 0.5), (33, 33), (0.0, 0.0, 0.0))
+    tris = canonical_triangles(mesh)
+    x = mesh.positions + rng.normal(scale=jitter, size=mesh.positions.shape)
+    cloth = TriangleTree(tris, mesh.positions)
+    cloth.refit(x, x, np.zeros(len(tris)))
+    weld = np.arange(len(x))
+    sphere = uv_sphere(0.2, (0.05, 0.0, 0.0))
+    st = triangulate(sphere)[0]
+    X = sphere.positions
+    body = TriangleTree(st, X)
+    body.refit(X, X, np.zeros(len(st)))
+    none = np.zeros(0, np.int64)
+    own = count_intersections(cloth, cloth, tris, tris, x, x, weld)
+    assert own == count_intersecting_pairs(cloth.self_pairs(), tris, tris, x, x, weld)
+    crossing = count_intersections(cloth, body, tris, st, x, X, none)
+    assert crossing == count_intersecting_pairs(cloth.pairs_with(body), tris, st, x, X, none)
+    assert crossing > 100 and (own > 0) == (jitter > 0.0)
+    # without the shared-vertex rule every neighbour of the sheet counts (their boxes touch)
+    assert count_intersections(cloth, cloth, tris, tris, x, x, none) == count_intersecting_pairs(
+        cloth.self_pairs(), tris, tris, x, x, none) > own

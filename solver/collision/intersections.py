@@ -158,6 +158,124 @@ def count_intersecting_pairs(pairs, tris_a, tris_b, xa, xb, weld) -> int:
     return int(intersecting_pair_mask(pairs, tris_a, tris_b, xa, xb, weld).sum())
 
 
+_FRONTIER = 256  # node pairs handed out to the threads of a tree–tree count (fixed: a fixed sum)
+_PAIR_STACK = 512  # node pairs pending in one traversal (about twice the two trees' depths)
+
+
+@njit(inline="always")
+def _boxes_overlap(alo, ahi, a, blo, bhi, b):
+    return (alo[a, 0] <= bhi[b, 0] and blo[b, 0] <= ahi[a, 0] and alo[a, 1] <= bhi[b, 1]
+            and blo[b, 1] <= ahi[a, 1] and alo[a, 2] <= bhi[b, 2] and blo[b, 2] <= ahi[a, 2])
+
+
+@njit(inline="always")
+def _split(self_query, a, b, al, ar, af, alst, bl, br, bf, blst, out, top):
+    """Push the children of node pair (a, b) onto out[top:] and return the new top: a self pair
+    (a, a) of a self query gives (l, l), (r, r) and (l, r), so that each unordered pair of
+    leaves comes once, lower leaf slots first; otherwise the node with more leaves is split
+    (the other when it is a leaf)."""
+    if self_query and a == b:
+        l, r = al[a], ar[a]
+        out[top, 0], out[top, 1] = l, l
+        out[top + 1, 0], out[top + 1, 1] = r, r
+        out[top + 2, 0], out[top + 2, 1] = l, r
+        return top + 3
+    if bl[b] < 0 or (al[a] >= 0 and alst[a] - af[a] >= blst[b] - bf[b]):
+        out[top, 0], out[top, 1] = al[a], b
+        out[top + 1, 0], out[top + 1, 1] = ar[a], b
+    else:
+        out[top, 0], out[top, 1] = a, bl[b]
+        out[top + 1, 0], out[top + 1, 1] = a, br[b]
+    return top + 2
+
+
+@njit(parallel=True)
+def count_intersecting_leaves(self_query, al, ar, af, alst, aorder, alo, ahi, bl, br, bf, blst,
+                              border, blo, bhi, tris_a, tris_b, xa, xb, weld):
+    """The number of triangle pairs that intersect among those whose boxes in two refitted
+    trees overlap (bvh.TriangleTree arrays: left, right, first, last, order, lo, hi of tree a,
+    then of tree b): what intersecting_pair_mask counts over ``a.pairs_with(b)``, or with
+    ``self_query`` (a and b the same tree) over ``a.self_pairs()``, each pair tested with its
+    triangles in the same order (tree a's first; of a self pair the lower leaf slot's), by one
+    descent of both trees at once that lists no pairs. weld: see intersecting_pair_mask."""
+    if al.shape[0] == 0 or bl.shape[0] == 0:
+        return 0
+    skip_shared = weld.shape[0] > 0
+    # node pairs that may hold overlapping leaves, split breadth-first until there are enough
+    # to share between threads
+    work = np.empty((4 * _FRONTIER + 4, 2), np.int64)
+    n = 0
+    if self_query or _boxes_overlap(alo, ahi, 0, blo, bhi, 0):
+        work[0, 0], work[0, 1] = 0, 0
+        n = 1
+    while 0 < n < _FRONTIER:
+        nxt = np.empty((4 * _FRONTIER + 4, 2), np.int64)
+        m = 0
+        split = False
+        for k in range(n):
+            a, b = work[k, 0], work[k, 1]
+            if al[a] < 0 and bl[b] < 0:
+                nxt[m, 0], nxt[m, 1] = a, b
+                m += 1
+                continue
+            split = True
+            top = _split(self_query, a, b, al, ar, af, alst, bl, br, bf, blst, nxt, m)
+            kept = m
+            for c in range(m, top):  # the children whose boxes overlap
+                x, y = nxt[c, 0], nxt[c, 1]
+                if (self_query and x == y) or _boxes_overlap(alo, ahi, x, blo, bhi, y):
+                    nxt[kept, 0], nxt[kept, 1] = x, y
+                    kept += 1
+            m = kept
+        work, n = nxt, m
+        if not split:
+            break
+    found = np.zeros(n, np.int64)
+    for k in prange(n):
+        stack = np.empty((_PAIR_STACK, 2), np.int64)
+        stack[0, 0], stack[0, 1] = work[k, 0], work[k, 1]
+        top = 1
+        hits = 0
+        while top > 0:
+            top -= 1
+            a, b = stack[top, 0], stack[top, 1]
+            if al[a] >= 0 or bl[b] >= 0:
+                new = _split(self_query, a, b, al, ar, af, alst, bl, br, bf, blst, stack, top)
+                kept = top
+                for c in range(top, new):
+                    x, y = stack[c, 0], stack[c, 1]
+                    if (self_query and x == y) or _boxes_overlap(alo, ahi, x, blo, bhi, y):
+                        stack[kept, 0], stack[kept, 1] = x, y
+                        kept += 1
+                top = kept
+                continue
+            if self_query and a == b:
+                continue  # a triangle with itself
+            i, j = aorder[af[a]], border[bf[b]]
+            if skip_shared:
+                shared = False
+                for r in range(3):
+                    for s in range(3):
+                        if weld[tris_a[i, r]] == weld[tris_b[j, s]]:
+                            shared = True
+                if shared:
+                    continue
+            if triangles_intersect(load(xa, tris_a[i, 0]), load(xa, tris_a[i, 1]),
+                                   load(xa, tris_a[i, 2]), load(xb, tris_b[j, 0]),
+                                   load(xb, tris_b[j, 1]), load(xb, tris_b[j, 2])):
+                hits += 1
+        found[k] = hits
+    return found.sum()
+
+
+def count_intersections(a, b, tris_a, tris_b, xa, xb, weld) -> int:
+    """count_intersecting_leaves over two refitted bvh.TriangleTree (``a is b``: the pairs of
+    one tree with itself)."""
+    return int(count_intersecting_leaves(a is b, a.left, a.right, a.first, a.last, a.order, a.lo,
+                                         a.hi, b.left, b.right, b.first, b.last, b.order, b.lo,
+                                         b.hi, tris_a, tris_b, xa, xb, weld))
+
+
 @njit(parallel=True)
 def analytic_depth(x, s_c, s_r, p_o, p_n):
     """Deepest penetration [m] of points x (V, 3) into spheres (centres s_c, radii s_r) and

@@ -32,7 +32,7 @@ from .constraints import ContactSet, merge_deepest
 from .features import mesh_features
 from .impact_zones import ImpactZones
 from .inside import InsideTest
-from .intersections import analytic_depth, count_intersecting_pairs
+from .intersections import analytic_depth, count_intersections
 from .narrow_phase import (CONTINUOUS, D0, GAP, MU, NX, RECORD, REPULSION, UX,
                            PairTester, closest_per_vertex, vertex_face_records)
 from .response import apply_contacts, position_constraints
@@ -580,16 +580,16 @@ class CollisionHandler:
         zero = np.zeros(self.T)
         self.cloth_tree.refit(x, x, zero)
         tris = self.model.triangles
-        pairs = self.cloth_tree.self_pairs()
-        selfx = count_intersecting_pairs(pairs, tris, tris, x, x, self.weld) if len(pairs) \
-            else 0
+        # counted in one descent of the trees, without listing the candidate pairs: the count
+        # of intersecting_pair_mask over self_pairs() and pairs_with(), pair for pair
+        # (docs/solver.md, "Frame report")
+        selfx = count_intersections(self.cloth_tree, self.cloth_tree, tris, tris, x, x,
+                                    self.weld)
         crossings = 0
         if c.has_mesh:
             X = state.mesh_positions
             self.collider_tree.refit(X, X, np.zeros(len(c.mesh_tris)))
-            pairs = self.cloth_tree.pairs_with(self.collider_tree)
-            if len(pairs):
-                crossings = count_intersecting_pairs(pairs, tris, c.mesh_tris, x, X,
-                                                     np.zeros(0, np.int64))
+            crossings = count_intersections(self.cloth_tree, self.collider_tree, tris,
+                                            c.mesh_tris, x, X, np.zeros(0, np.int64))
             depth = max(depth, float(self.inside.depths(x, X).max(initial=0.0)))
         return IntersectionReport(float(depth), int(selfx), int(crossings))
