@@ -16,7 +16,8 @@ and every phase of a step is timed (wall clock; with ``--threads 1`` that is the
   (``ClothSolver._resolve_collisions``);
 * ``frame_report``: the independent checks after every frame (strain, energies,
   intersections, penetration);
-* across those: ``tree_queries`` (``TriangleTree.self_pairs`` and ``pairs_with``) and the
+* across those: ``tree_queries`` (``TriangleTree.self_pairs``, ``pairs_with`` and
+  ``box_pairs``; the frame report counts intersections in its own descent of the trees) and the
   ``narrow_phase``, also by test (``narrow_nearby``, ``narrow_continuous``,
   ``narrow_proximity``, ``narrow_within``).
 
@@ -102,6 +103,7 @@ def instrument(module: str) -> PhaseClock:
     tree = mod("collision.bvh").TriangleTree
     clock.wrap(tree, "self_pairs", "tree_queries")
     clock.wrap(tree, "pairs_with", "tree_queries")
+    clock.wrap(tree, "box_pairs", "tree_queries")
     clock.wrap_narrow(mod("collision.narrow_phase").PairTester)
     return clock
 
