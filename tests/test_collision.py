@@ -409,10 +409,10 @@ def test_a_repeated_resolve_tests_the_pairs_whose_points_moved():
     np.testing.assert_array_equal(x1, through)
 
 
-def test_the_resolve_reuses_the_collider_pairs_of_the_prediction_on_its_path():
-    """The collider prediction's last call before the resolve is on the solved path: the
-    resolve then queries the tree for the cloth's own pairs only and takes the pairs against
-    the collider from that call, and pushes exactly as a handler that queried both itself."""
+def test_the_resolve_after_a_prediction_on_its_path_pushes_as_one_without():
+    """A collider prediction on the solved path before the resolve lists no triangle pairs (it
+    queries the collider tree per cloth vertex): the resolve queries the cloth's tree once for
+    each kind of pair, and pushes exactly as a handler that ran no prediction."""
     from solver.collision.pipeline import CollisionHandler
     from solver.model import build_model
 

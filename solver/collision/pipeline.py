@@ -511,17 +511,16 @@ class CollisionHandler:
 
         The candidate triangle pairs come from boxes grown by SLACK and are reused while the
         start P0 is the same (by value) and no end position has moved more than SLACK since: a
-        later round of the same step, a repeated resolve of it, or the resolve after the
-        implicit solve's last contact prediction (its path is the solved one) then needs no
-        tree query. Keys by value let several times more calls reuse pairs than keys by object
-        identity did (docs/solver.md, "Candidate pair reuse")."""
+        later round of the same step or a repeated resolve of it then needs no tree query.
+        Keys by value let several times more calls reuse pairs than keys by object identity
+        did (docs/solver.md, "Candidate pair reuse")."""
         P1 = P0 + h * U
         V = self.V
         with_self = with_self and self.self_collision
         with_colliders = self.colliders.has_mesh and not self._self_only
-        # the cloth's own pairs and those against the colliders are kept apart: the collider
-        # prediction's last call before the resolve asks for the second only, on the solved
-        # path, and the resolve then reuses them
+        # the cloth's own pairs and those against the colliders are kept apart, each with the
+        # path it was found for: a call that asks for one kind (resolve_self: the cloth's own)
+        # leaves the other's entry in place
         cached = self._pair_cache or (None, None)
         found = [self._reused(entry, P0, P1) if wanted else None
                  for wanted, entry in zip((with_self, with_colliders), cached)]
