@@ -128,6 +128,20 @@ def triangles_intersect(a, b, c, d, e, f):
             or _segment_crosses_triangle(c, a, sc, sa, d, e, f))
 
 
+@njit(inline="always")
+def _pair_intersects(i, j, tris_a, tris_b, xa, xb, weld, skip_shared):
+    """Whether triangle tris_a[i] (over xa) intersects tris_b[j] (over xb); with skip_shared,
+    never where they share a vertex through weld."""
+    if skip_shared:
+        for r in range(3):
+            for s in range(3):
+                if weld[tris_a[i, r]] == weld[tris_b[j, s]]:
+                    return False
+    return triangles_intersect(load(xa, tris_a[i, 0]), load(xa, tris_a[i, 1]),
+                               load(xa, tris_a[i, 2]), load(xb, tris_b[j, 0]),
+                               load(xb, tris_b[j, 1]), load(xb, tris_b[j, 2]))
+
+
 @njit(parallel=True)
 def intersecting_pair_mask(pairs, tris_a, tris_b, xa, xb, weld):
     """1 for each pair (i, j) with triangle tris_a[i] (over points xa) intersecting
@@ -137,18 +151,7 @@ def intersecting_pair_mask(pairs, tris_a, tris_b, xa, xb, weld):
     hits = np.zeros(pairs.shape[0], np.int64)
     skip_shared = weld.shape[0] > 0
     for k in prange(pairs.shape[0]):
-        i, j = pairs[k, 0], pairs[k, 1]
-        if skip_shared:
-            shared = False
-            for r in range(3):
-                for s in range(3):
-                    if weld[tris_a[i, r]] == weld[tris_b[j, s]]:
-                        shared = True
-            if shared:
-                continue
-        if triangles_intersect(load(xa, tris_a[i, 0]), load(xa, tris_a[i, 1]),
-                               load(xa, tris_a[i, 2]), load(xb, tris_b[j, 0]),
-                               load(xb, tris_b[j, 1]), load(xb, tris_b[j, 2])):
+        if _pair_intersects(pairs[k, 0], pairs[k, 1], tris_a, tris_b, xa, xb, weld, skip_shared):
             hits[k] = 1
     return hits
 
@@ -251,18 +254,8 @@ def count_intersecting_leaves(self_query, al, ar, af, alst, aorder, alo, ahi, bl
                 continue
             if self_query and a == b:
                 continue  # a triangle with itself
-            i, j = aorder[af[a]], border[bf[b]]
-            if skip_shared:
-                shared = False
-                for r in range(3):
-                    for s in range(3):
-                        if weld[tris_a[i, r]] == weld[tris_b[j, s]]:
-                            shared = True
-                if shared:
-                    continue
-            if triangles_intersect(load(xa, tris_a[i, 0]), load(xa, tris_a[i, 1]),
-                                   load(xa, tris_a[i, 2]), load(xb, tris_b[j, 0]),
-                                   load(xb, tris_b[j, 1]), load(xb, tris_b[j, 2])):
+            if _pair_intersects(aorder[af[a]], border[bf[b]], tris_a, tris_b, xa, xb, weld,
+                                skip_shared):
                 hits += 1
         found[k] = hits
     return found.sum()
