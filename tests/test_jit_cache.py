@@ -148,8 +148,10 @@ def test_kernels_give_the_gil_back_while_they_run(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     line = next(l for l in out.stdout.splitlines() if l.startswith("RESULT "))
     # the share of the call's time the main thread ran Python: held for the whole call, the
-    # GIL would let it run only until the kernel started (Python's 5 ms switch interval: 2 %)
-    assert json.loads(line[len("RESULT "):])["share"] > 0.15
+    # GIL would let it run only until the kernel started (Python's 5 ms switch interval: 2 %);
+    # given back, the share is what the machine leaves the main thread, 0.12 seen with both
+    # cores of a 2-core machine busy with another test lane
+    assert json.loads(line[len("RESULT "):])["share"] > 0.05
 
 
 def test_a_kernel_cached_without_giving_the_gil_back_is_not_loaded(tmp_path):
