@@ -324,7 +324,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--merge", action="store_true",
                     help="keep the scenes of the existing --json file that --only leaves out")
+    ap.add_argument("--derive", action="store_true",
+                    help="recompute the quoted figures of the existing --json file from its "
+                         "rows, without running anything")
     args = ap.parse_args(argv)
+    if args.derive:
+        if not (args.json and args.json.exists()):
+            raise SystemExit("--derive needs an existing --json file")
+        out = json.loads(args.json.read_text())
+        derive(out)   # the measurement's own date and commit stay
+        args.json.write_text(json.dumps(out, indent=1))
+        return 0
     if args.merge and not (args.json and args.json.exists() and args.only):
         raise SystemExit("--merge needs --only and an existing --json file to merge into")
 
@@ -400,10 +410,13 @@ def merged_into(old: dict, new: dict, kinds) -> dict:
 
 def derive(out: dict) -> None:
     """The figures the docs quote, from the runs' rows (in place): per scene Blender's median
-    frame over ours (over the frames both ran), per run of ours each fail-safe's total and the frames it fired in, and
+    and mean frame over ours (over the frames both ran), per run of ours each fail-safe's total and the frames it fired in, and
     the issue's targets (pile and hung tee both run)."""
     s = out["scenes"]
     for row in s.values():
+        for run in row.values():
+            if isinstance(run, dict) and run.get("seconds"):
+                run["mean_s"] = float(np.mean(run["seconds"]))
         if "ours" not in row:
             continue
         ours = row["ours"]
@@ -413,6 +426,9 @@ def derive(out: dict) -> None:
                 k = min(row[other]["frames"], ours["frames"])
                 row[f"{other}_over_ours"] = (float(np.median(row[other]["seconds"][:k]))
                                              / float(np.median(ours["seconds"][:k])))
+                # the mean frame (what a bake of those frames waits for, heavy frames included)
+                row[f"{other}_mean_over_ours"] = (float(np.mean(row[other]["seconds"][:k]))
+                                                  / float(np.mean(ours["seconds"][:k])))
         ours["failsafes"] = {name: {"total": int(sum(ours[name])),
                                     "frames": int(sum(c > 0 for c in ours[name]))}
                              for name in FAILSAFES if name in ours}
