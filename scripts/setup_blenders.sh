@@ -35,6 +35,9 @@ make_venv() {  # folder, python, requirements file
     "$1/bin/python" -m pip install --quiet -r "$3"
 }
 
-make_venv .venv-bpy42 "${PYTHON:-python3}" requirements-blender-4.2.txt
 python313=$(find_python313)  # on its own line so that set -e stops here if none is found
+# Both at once (each mostly unpacks its wheels); `wait` stops the script if either failed.
+make_venv .venv-bpy42 "${PYTHON:-python3}" requirements-blender-4.2.txt &
+bpy42=$!
 make_venv .venv-bpy52 "$python313" requirements-blender-5.2.txt
+wait $bpy42

@@ -6,22 +6,36 @@
 # passed. Extra arguments go to every pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/setup_blenders.sh
+# The three wheel environments at once (mostly unpacking wheels); `wait` stops here if one failed.
+bash scripts/setup.sh &
+setup=$!
+bash scripts/setup_blenders.sh &
+blenders=$!
 bash scripts/setup_debian_blender.sh
+wait $setup
+wait $blenders
 mkdir -p .cache/test-logs
-# Two lanes side by side, as most tests use one core of two. Lane 1: the Python 3.11 suites,
-# which share numba's cache and the add-on's copy (tests/blender/conftest.py), one after the
-# other, their output shown as it comes. Lane 2: the Python 3.13 suite, then Debian's (each its
-# own cache and copy), printed when they end. Debian's tests that drive a window under Xvfb
-# (marked `window`) check what a live bake shows while it runs, and a busy machine can let the
-# bake finish before the window looks: they run last, alone. Simulation-heavy Blender tests
-# (marked `physics`) run in Blender 5.0 and 3.4 only; the API tests run in every Blender.
+# Most of a cold run is numba compiling the solver's kernels, once per cache: a cache is tied to
+# one Python and numba and to the folder and module name of the sources (numba rebuilds a cached
+# kernel's environment by importing the module that compiled it), so the checkout's `solver` (solver
+# tests), the add-on's copy in each Blender, and the extension a zip test installs into a clean
+# user directory (cold on purpose) each compile their own; only the 5.0 and 4.2 wheels share one
+# (and 4.2's zip test starts from the kernels 5.0's compiled). Two lanes side by side, as most tests
+# use one core of two; they take about as long. Lane 1: the Python 3.11 suites, which share numba's
+# cache and the add-on's copy (tests/blender/conftest.py), one after the other, their output shown
+# as it comes. Lane 2: the Python 3.13 suite, then Debian's (each its own cache and copy), printed
+# when they end. Debian's tests that drive a window under Xvfb (marked `window`) check what a live
+# bake shows while it runs, and a busy machine can let the bake finish before the window looks:
+# they run last, alone. Simulation-heavy Blender tests (marked `physics`) run in Blender 5.0 and
+# 4.2 LTS, whose kernels are compiled once for both; the API tests run in every Blender.
 suite() {  # name, log file, command...
-    local name=$1 log=$2
+    local name=$1 log=$2 start status
     shift 2
+    start=$(date +%s)
     echo "== $name" >>"$log"
-    if "$@" >>"$log" 2>&1; then echo ok >"$log.status"; else echo failed >"$log.status"; fi
+    if "$@" >>"$log" 2>&1; then status=ok; else status=failed; fi
+    echo "== $status in $(( $(date +%s) - start )) s: $name" >>"$log"
+    echo $status >"$log.status"
 }
 L=.cache/test-logs
 rm -f "$L"/*
@@ -30,7 +44,8 @@ extra=("$@")
 debian="$(blender --version 2>/dev/null | head -1)"
 debian_suite() {  # log file, marker expression, what runs
     suite "Blender tests in $debian$3 (blender -b, pytest-blender)" "$1" \
-        env NUMBA_CACHE_DIR="$PWD/.cache/numba-debian" .venv-blender/bin/pytest \
+        env NUMBA_CACHE_DIR="$PWD/.cache/numba-debian" CLOTH_SOLVER_TESTS_PHYSICS=0 \
+        .venv-blender/bin/pytest \
         tests/blender --blender-executable "$(command -v blender)" -p no:cacheprovider \
         -m "$2" ${extra[@]+"${extra[@]}"} -- --factory-startup
 }
@@ -46,7 +61,7 @@ for n in 1 2; do
         args=(env NUMBA_CACHE_DIR="$PWD/.cache/numba-py311" .venv/bin/python -m pytest tests "$@")
         name="solver tests + Blender tests in Blender 5.0 (bpy wheel)"
     else
-        args=(env NUMBA_CACHE_DIR="$PWD/.cache/numba-py311" CLOTH_SOLVER_TESTS_PHYSICS=0
+        args=(env NUMBA_CACHE_DIR="$PWD/.cache/numba-py311"
               .venv-bpy42/bin/python -m pytest tests/blender -p no:cacheprovider "$@")
         name="Blender tests in Blender 4.2 LTS (bpy wheel)"
     fi
@@ -59,6 +74,11 @@ cat "$L/3" "$L/4"
 debian_suite "$L/5" window ", in a window under Xvfb" &
 tail -n +1 --pid=$! -f "$L/5"
 wait $! || true
+grep -h "^== [a-z]* in " "$L"/[1-5] || true
+# Kernel signatures compiled into each cache (numba writes one .nbc file per signature).
+for cache in .cache/numba-* .cache/zip-test-user-*; do
+    if [ -d "$cache" ]; then echo "$(find "$cache" -name '*.nbc' | wc -l) kernel signatures in $cache"; fi
+done
 failed=()
 for n in 1 2 3 4 5; do
     if [ "$(cat "$L/$n.status" 2>/dev/null)" != ok ]; then failed+=("$(head -1 "$L/$n" | cut -c4-)"); fi

@@ -49,11 +49,12 @@ else:
     def pytest_collection_modifyitems(config, items):
         """CLOTH_SOLVER_TESTS_PHYSICS=0 skips the tests marked ``physics``: their cost is
         simulation, the same solver in every Blender, so scripts/test.sh runs them in two
-        Blenders (5.0 and Debian's 3.4) and the API tests in all four."""
+        Blenders (5.0 and 4.2 LTS, which share numba's cache: their kernels compile once) and
+        the API tests in all four."""
         if os.environ.get("CLOTH_SOLVER_TESTS_PHYSICS", "1") != "0":
             return
         skip = pytest.mark.skip(reason="simulation-heavy (marked physics): scripts/test.sh "
-                                       "runs it in Blender 5.0 and 3.4")
+                                       "runs it in Blender 5.0 and 4.2 LTS")
         for item in items:
             if item.get_closest_marker("physics"):
                 item.add_marker(skip)
