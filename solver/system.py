@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forces.bending import HingeTerms, bending_kernel
+from .forces.bending import HingeTerms, bending_kernel, hinge_energies
 from .forces.external import (TANGENTIAL_DRAG_RATIO, add_drag_blocks, external_kernel,
                               goal_spring_kernel, vertex_triangles)
-from .forces.membrane import MembraneTerms, membrane_kernel
-from .forces.seams import seam_kernel
-from .forces.springs import SpringTerms, spring_kernel
+from .forces.membrane import MembraneTerms, membrane_energies, membrane_kernel
+from .forces.seams import seam_energies, seam_kernel
+from .forces.springs import SpringTerms, spring_energies, spring_kernel
 from .linalg.sparse import (add_scaled_identity, blend_blocks, build_assembly,
                             fill_scaled_identity, subtract_scaled_identity)
 from .model import ClothModel
@@ -85,6 +85,11 @@ class ForceSystem:
         self.energy_hinges = np.zeros(len(model.hinges) if hinges is not None else 0)
         self.energy_springs = np.zeros(len(springs.springs) if springs is not None else 0)
         self.energy_seams = np.zeros(len(model.seams))
+        # the energy-only kernels' outputs (``energy``), apart from the evaluations' own
+        self._report_membrane, self._report_hinges, self._report_springs, \
+            self._report_seams = (np.zeros_like(e) for e in (
+                self.energy_membrane, self.energy_hinges, self.energy_springs,
+                self.energy_seams))
         self._empty_blocks = np.zeros((0, 3, 3))
         self.J_factor = np.zeros_like(self.J) if factor_matrix else None
         # air drag acts through each vertex's normal (forces/external.py): the triangles around
@@ -186,4 +191,25 @@ class ForceSystem:
         """Energy stored in the internal terms at the last evaluation [J]."""
         return float(self.energy_membrane.sum() + self.energy_hinges.sum()
                      + self.energy_springs.sum() + self.energy_seams.sum())
+
+    def energy(self, x) -> float:
+        """Energy stored in the internal terms at positions x [m] (V, 3) [J], from the
+        energy-only kernels: no forces, no Jacobian, and the last evaluation's forces and
+        energies are left as they are (the frame report's; ``internal`` then
+        ``elastic_energy`` gives the same sum, to rounding)."""
+        m = self.model
+        if self.membrane is not None:
+            t = self.membrane
+            membrane_energies(x, m.membrane_triangles, t.coef_u, t.coef_v, t.area,
+                              m.membrane_stiffness, self._report_membrane)
+        if self.springs is not None:
+            t = self.springs
+            spring_energies(x, t.springs, t.rest_length, t.stiffness, self._report_springs)
+        if self._has_seams:
+            seam_energies(x, m.seams, m.seam_pull, m.seam_reach, self._report_seams)
+        if self.hinges is not None:
+            t = self.hinges
+            hinge_energies(x, m.hinges, t.stiffness, t.rest_angle, self._report_hinges)
+        return float(self._report_membrane.sum() + self._report_hinges.sum()
+                     + self._report_springs.sum() + self._report_seams.sum())
 

@@ -1,5 +1,7 @@
 """Force terms against finite differences, and the invariants every internal force must keep."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -72,6 +74,42 @@ def test_force_is_minus_energy_gradient(term):
         grad[i] = (e[0] - e[1]) / (2 * eps)
     assert np.abs(grad).max() > 1e-6  # the configuration really is loaded
     np.testing.assert_allclose(f, -grad, atol=1e-7 * np.abs(grad).max())
+
+
+def _sewn_model():
+    """The test grid twice, 2 cm apart, its first row sewn to the other's."""
+    g = _grid()
+    V = g.vertex_count
+    mesh = PolyMesh(np.concatenate([g.positions, g.positions + [0.0, 0.0, 0.02]]),
+                    np.concatenate([g.face_indices, g.face_indices + V]),
+                    np.concatenate([g.face_offsets, g.face_offsets[1:] + len(g.face_indices)]))
+    seams = np.stack([np.arange(4), np.arange(4) + V], 1)
+    return build_model(ClothSetup(mesh, dataclasses.replace(MAT, seam_force=20.0), seams=seams))
+
+
+@pytest.mark.parametrize("term", TERMS)
+def test_the_energy_only_kernels_give_the_force_kernels_energy(term):
+    """ForceSystem.energy (the frame report's: no forces, no Jacobian) gives the energy the
+    force kernels write, element for element, at a state with stretched, compressed, bent and
+    collapsed elements (a zero-length edge: degenerate hinges, a zero-length spring), seams
+    included, and leaves the last evaluation's forces and energies as they were."""
+    m = _sewn_model()
+    s = ForceSystem(m, **TERMS[term](m))
+    x, v = _deformed(m, noise=0.02)
+    x[1] = x[0]  # neighbours on the first row: a collapsed edge
+    s.internal(x, v)
+    names = ("membrane", "hinges", "springs", "seams")
+    expected = {k: getattr(s, f"energy_{k}").copy() for k in names}
+    force = s.force.copy()
+    assert s.energy(x) == pytest.approx(s.elastic_energy(), rel=1e-13)
+    for k in names:
+        np.testing.assert_allclose(getattr(s, f"_report_{k}"), expected[k], rtol=1e-13,
+                                   atol=1e-300)
+    assert s.energy(x + 0.01 * v) != s.energy(x)
+    np.testing.assert_array_equal(s.force, force)
+    for k in names:
+        np.testing.assert_array_equal(getattr(s, f"energy_{k}"), expected[k])
+    assert expected["seams"].min() > 0.0 and s.elastic_energy() > expected["seams"].sum()
 
 
 @pytest.mark.parametrize("term", ["membrane", "springs"])

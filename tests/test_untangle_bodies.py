@@ -10,7 +10,7 @@ from bodies import cylinder, torso_with_arms, tube, uv_sphere, without_faces
 from solver import (ClothSetup, Collider, PolyMesh, SimulationSpec, SolverSettings, grid_mesh,
                     load_preset)
 from solver.collision.colliders import ColliderSet
-from solver.collision.inside import InsideTest
+from solver.collision.inside import INSIDE, InsideTest, clear_ray
 from solver.collision.untangle import collider_crossing_pairs, untangle
 from solver.simulation import Simulation, simulate
 
@@ -110,6 +110,72 @@ def test_winding_numbers_decide_inside_for_open_overlapping_and_shell_colliders(
     c = ColliderSet((Collider(kind="mesh", mesh=overlapping),), 0.001, 24.0, 1)
     w = InsideTest(c).winding(np.array([[0.145, 0.0, 1.0]]), c.state(0).mesh_positions)
     assert abs(w[0] - 2.0) < 0.05
+
+
+def _points_around(X, tris, rng):
+    """Points near the surface on both sides (1 mm and 1 cm along each face normal from
+    random points of random faces) and throughout the mesh's box and a margin around it."""
+    t = tris[rng.integers(len(tris), size=400)]
+    a, b, c = X[t[:, 0]], X[t[:, 1]], X[t[:, 2]]
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    u, v = rng.random((2, len(t), 1))
+    flip = u + v > 1
+    u, v = np.where(flip, 1 - u, u), np.where(flip, 1 - v, v)
+    on = a + u * (b - a) + v * (c - a)
+    near = np.concatenate([on + s * n for s in (-0.01, -0.001, 0.001, 0.01)])
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    box = lo - 0.1 * (hi - lo) + 1.2 * (hi - lo) * rng.random((1000, 3))
+    return np.concatenate([near, box])
+
+
+def test_the_inside_points_are_those_whose_winding_number_says_so():
+    """InsideTest.inside (the frame report's) proves most outside points outside by a ray that
+    meets no triangle, where the triangles form closed surfaces (the caps of an open body's
+    holes included), and decides the others by the winding number: the same points as
+    winding >= INSIDE, near the surface on both sides and throughout, for a closed sphere,
+    overlapping parts, an open body, a mesh turned inside out, and a sphere with one face
+    turned the wrong way (not closed: the winding number decides every point)."""
+    sphere = uv_sphere(0.5)
+    faces = sphere.faces()
+    one_flipped = PolyMesh.from_faces(sphere.positions, [faces[40][::-1]] + faces[:40]
+                                      + faces[41:])
+    meshes = {"sphere": (sphere, True),
+              "inside out": (PolyMesh.from_faces(sphere.positions, [f[::-1] for f in faces]),
+                             True),
+              "overlapping parts": (torso_with_arms(overlap=0.01), True),
+              "open bottom": (without_faces(uv_sphere(1.0), lambda c: c[2] < -0.6), True),
+              "one face flipped": (one_flipped, False)}
+    rng = np.random.default_rng(5)
+    for name, (mesh, closed) in meshes.items():
+        c = ColliderSet((Collider(kind="mesh", mesh=mesh),), 0.001, 24.0, 1)
+        test = InsideTest(c)
+        assert test.closed == closed, name
+        X = c.state(0).mesh_positions
+        pts = _points_around(X, c.mesh_tris, rng)
+        inside = test.inside(pts, X)
+        np.testing.assert_array_equal(inside, test.winding(pts, X) >= INSIDE, err_msg=name)
+        assert 0.1 < inside.mean() < 0.9, name
+
+
+def test_a_ray_proves_the_points_outside_a_sphere_outside():
+    """Points 1 mm to 10 cm outside a UV sphere (the frame report's cloth on a collider) are
+    all proved outside by their ray, those inside by none."""
+    c = ColliderSet((Collider(kind="mesh", mesh=uv_sphere(0.5, segments=48, rings=24)),),
+                    0.001, 24.0, 1)
+    test = InsideTest(c)
+    X = c.state(0).mesh_positions
+    P = test.fit(X)
+    t = test.tree
+    rng = np.random.default_rng(6)
+    d = rng.normal(size=(500, 3))
+    d /= np.linalg.norm(d, axis=1)[:, None]
+    inner = 0.5 * np.cos(np.pi / 24)  # no face comes closer to the centre than about this
+    stack = np.empty(128, np.int64)
+    for r, outside in ((0.501, True), (0.6, True), (inner - 0.001, False), (0.2, False)):
+        proved = [clear_ray(tuple(p), test.tris, P, t.left, t.right, t.first, t.order, t.lo,
+                            t.hi, 1e-9, stack) for p in r * d]
+        assert all(proved) if outside else not any(proved), r
 
 
 def test_a_mesh_turned_inside_out_has_the_same_inside():

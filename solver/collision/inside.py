@@ -36,6 +36,11 @@ FAR_FIELD = 2.0
 INSIDE = 0.5  # winding number from which a point is inside
 CANDIDATES = 64  # surface points tried, nearest first, for an exit that is outside
 _STACK = 128
+# A ray that proves a point outside (``clear_ray``) must miss each triangle by this much of its
+# edge parameters (and of its size behind the point), and meet no triangle's plane at a sine
+# below CLEAR_SINE; a miss closer than that may be rounding, and the winding number decides
+CLEAR_SLACK = 1e-6
+CLEAR_SINE = 1e-3
 
 
 @njit
@@ -131,13 +136,111 @@ def winding_numbers(x, tris, X, outward, left, right, first, order, area, centre
     return w
 
 
+@njit(inline="always")
+def _may_cross(p, d, a, b, c):
+    """The ray p + s·d (s >= 0, d a unit vector) may meet triangle abc: False only where it
+    misses by more than rounding could close (CLEAR_SLACK, CLEAR_SINE); a degenerate triangle
+    may always be met. Möller–Trumbore's parameters ([Moller1997])."""
+    e1, e2 = sub(b, a), sub(c, a)
+    n = cross(e1, e2)
+    h = cross(d, e2)
+    det = dot(e1, h)  # −d·n
+    if abs(det) <= CLEAR_SINE * np.sqrt(dot(n, n)):
+        return True  # grazing or degenerate
+    inv = 1.0 / det
+    t = sub(p, a)
+    u = dot(t, h) * inv
+    if u < -CLEAR_SLACK or u > 1.0 + CLEAR_SLACK:
+        return False
+    q = cross(t, e1)
+    v = dot(d, q) * inv
+    if v < -CLEAR_SLACK or u + v > 1.0 + CLEAR_SLACK:
+        return False
+    size = np.sqrt(dot(e1, e1)) + np.sqrt(dot(e2, e2))
+    return dot(e2, q) * inv >= -CLEAR_SLACK * size
+
+
+@njit
+def clear_ray(p, tris, X, left, right, first, order, lo, hi, pad, stack):
+    """True if the ray from p (3-tuple) [m] straight away from the centre of the tree's root
+    box meets no collider triangle, with a margin (_may_cross; boxes padded by ``pad`` [m]):
+    then p and the far end of the ray lie on the same side of every closed surface the
+    triangles form, and p's exact winding number is 0. ``stack`` is scratch space."""
+    dx = p[0] - 0.5 * (lo[0, 0] + hi[0, 0])
+    dy = p[1] - 0.5 * (lo[0, 1] + hi[0, 1])
+    dz = p[2] - 0.5 * (lo[0, 2] + hi[0, 2])
+    length = np.sqrt(dx * dx + dy * dy + dz * dz)
+    if length <= 0.0:
+        return False
+    d = (dx / length, dy / length, dz / length)
+    inv = (1.0 / d[0] if d[0] != 0.0 else 1e300, 1.0 / d[1] if d[1] != 0.0 else 1e300,
+           1.0 / d[2] if d[2] != 0.0 else 1e300)
+    stack[0] = 0
+    top = 1
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        t0, t1 = 0.0, np.inf
+        for r in range(3):
+            a = (lo[node, r] - pad - p[r]) * inv[r]
+            b = (hi[node, r] + pad - p[r]) * inv[r]
+            t0 = max(t0, min(a, b))
+            t1 = min(t1, max(a, b))
+        if t0 > t1:
+            continue
+        if left[node] < 0:
+            t = order[first[node]]
+            if _may_cross(p, d, load(X, tris[t, 0]), load(X, tris[t, 1]), load(X, tris[t, 2])):
+                return False
+        else:
+            stack[top] = right[node]
+            stack[top + 1] = left[node]
+            top += 2
+    return True
+
+
 @njit(parallel=True)
-def inside_depths(x, w, tris, X, tri_group, left, right, first, order, lo, hi):
-    """Distance [m] from each point of x (V, 3) with winding number w (V,) >= INSIDE to the
-    nearest collider triangle, 0 for the points outside, (V,)."""
+def inside_points(x, closed, tris, X, outward, left, right, first, order, area, centre,
+                  radius, lo, hi):
+    """Which points of x (V, 3) [m] are inside the colliders: winding number >= INSIDE, (V,)
+    bool. Points outside the tree's root box are outside (as in winding_numbers); where the
+    triangles are ``closed`` (closed_surfaces), so is a point whose clear_ray meets none of
+    them (its exact winding number is 0, and the far-field sums stay far below the ½ that
+    decides); the others are decided by winding_at."""
+    inside = np.zeros(x.shape[0], np.bool_)
+    if left.shape[0] == 0:
+        return inside
+    pad = CLEAR_SLACK * max(hi[0, 0] - lo[0, 0], hi[0, 1] - lo[0, 1], hi[0, 2] - lo[0, 2])
+    for i in prange(x.shape[0]):
+        p = load(x, i)
+        if _box_distance2(p, lo, hi, 0) > 0.0:
+            continue
+        stack = np.empty(_STACK, np.int64)
+        if closed and clear_ray(p, tris, X, left, right, first, order, lo, hi, pad, stack):
+            continue
+        inside[i] = winding_at(p, tris, X, outward, left, right, first, order, area, centre,
+                               radius, stack) >= INSIDE
+    return inside
+
+
+def closed_surfaces(tris: np.ndarray, outward: np.ndarray) -> bool:
+    """True if the triangles (T, 3), each turned by ``outward`` (T,) ±1, run every directed
+    edge (a, b) as often as (b, a): closed surfaces, consistently oriented (touching or
+    passing into each other allowed), whose winding number is a whole number off them. Also
+    the empty set of triangles."""
+    t = np.where(outward[:, None] > 0, tris, tris[:, ::-1]).astype(np.int64)
+    a, b = t.ravel(), np.roll(t, -1, axis=1).ravel()
+    n = int(t.max(initial=-1)) + 1
+    return bool(np.array_equal(np.sort(a * n + b), np.sort(b * n + a)))
+
+
+@njit(parallel=True)
+def inside_depths(x, inside, tris, X, tri_group, left, right, first, order, lo, hi):
+    """Distance [m] from each point of x (V, 3) that is ``inside`` (V,) bool to the nearest
+    collider triangle, 0 for the others, (V,)."""
     depth = np.zeros(x.shape[0])
     for i in prange(x.shape[0]):
-        if w[i] < INSIDE:
+        if not inside[i]:
             continue
         stack = np.empty(_STACK, np.int64)
         depth[i] = np.sqrt(nearest_on_mesh(load(x, i), -1, X, tris, tri_group, left, right,
@@ -327,6 +430,9 @@ class InsideTest:
         self.tri_group = np.concatenate([group[solid], c.mesh_group[c.cap_edges[:, 0]]])
         self.outward = c.mesh_orientation[self.tri_group].astype(np.float64)
         self.active = len(self.tris) > 0
+        # closed, consistently oriented surfaces (with the caps): a ray can prove a point
+        # outside (inside_points)
+        self.closed = closed_surfaces(self.tris, self.outward)
         self.tree = TriangleTree(self.tris, self._points(c.state(0).mesh_positions))
         N = len(self.tree.left)
         self.area = np.zeros((N, 3))
@@ -362,14 +468,26 @@ class InsideTest:
         return winding_numbers(x, self.tris, P, self.outward, t.left, t.right, t.first, t.order,
                                self.area, self.centre, self.radius, t.lo, t.hi)
 
+    def inside(self, x: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """Which points of x (V, 3) [m] are inside the colliders at X (Vc, 3) [m]: winding
+        number >= INSIDE, (V,) bool (inside_points: most points outside are proved so by a
+        ray, without their winding number)."""
+        if not self.active:
+            return np.zeros(len(x), bool)
+        P = self.fit(X)
+        t = self.tree
+        return inside_points(np.ascontiguousarray(x), self.closed, self.tris, P, self.outward,
+                             t.left, t.right, t.first, t.order, self.area, self.centre,
+                             self.radius, t.lo, t.hi)
+
     def depths(self, x: np.ndarray, X: np.ndarray) -> np.ndarray:
         """Depth [m] of each point of x (V, 3) inside the colliders at X, 0 outside, (V,)."""
-        w = self.winding(x, X)
-        if not self.active:
-            return w
+        inside = self.inside(x, X)
+        if not inside.any():
+            return np.zeros(len(x))
         t = self.tree
-        return inside_depths(x, w, self.tris, self._points_at, self.tri_group, t.left, t.right,
-                             t.first, t.order, t.lo, t.hi)
+        return inside_depths(x, inside, self.tris, self._points_at, self.tri_group, t.left,
+                             t.right, t.first, t.order, t.lo, t.hi)
 
     def exits(self, x: np.ndarray, X: np.ndarray, gap: np.ndarray) -> np.ndarray:
         """Exit targets (V, 3) [m] of the points of x inside the colliders at X (``exits``),

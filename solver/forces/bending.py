@@ -78,6 +78,30 @@ def bending_kernel(x, v, hinges, stiffness, damping, rest_angle, want_jac, cK, c
                                       slot[b_off + 16 * h:b_off + 16 * h + 16], J)
 
 
+# Hinges per task of hinge_energies: one ∇θ scratch buffer per task, not per hinge
+_ENERGY_CHUNK = 256
+
+
+@njit(parallel=True)
+def hinge_energies(x, hinges, stiffness, rest_angle, energy):
+    """Bending energy of every hinge alone (no forces, no Jacobian): what bending_kernel
+    writes into its ``energy``, for the frame report. x: positions [m] (V, 3); hinges,
+    stiffness, rest_angle: as in bending_kernel ((H, 4), (H,) [N·m], (H,) [rad]); energy: out
+    (H,) [J], 0 for a degenerate hinge. The angle is hinge_angle_gradient's (its gradient is
+    a few products beside the angle's square roots and arctangent)."""
+    H = hinges.shape[0]
+    for c in prange((H + _ENERGY_CHUNK - 1) // _ENERGY_CHUNK):
+        g = np.empty((4, 3))
+        for h in range(c * _ENERGY_CHUNK, min(H, (c + 1) * _ENERGY_CHUNK)):
+            theta = hinge_angle_gradient(x, hinges[h, 0], hinges[h, 1], hinges[h, 2],
+                                         hinges[h, 3], g)
+            if np.isnan(theta):
+                energy[h] = 0.0
+                continue
+            dtheta = theta - rest_angle[h]
+            energy[h] = 0.5 * stiffness[h] * dtheta * dtheta
+
+
 @njit
 def _add_hinge_blocks(w, g, slots, J):
     """J[slots[4m + n]] −= w·g_m·g_nᵀ: both ∂f/∂x and ∂f/∂v are multiples of −∇θ∇θᵀ."""

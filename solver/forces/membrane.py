@@ -92,6 +92,32 @@ def _membrane_element(t, x, v, tris, coef_u, coef_v, area, stiff, want_jac, cK, 
                          k_u, k_v, k_s, c_u, c_v, c_s, cK, cD, psd, b_off, slot, J)
 
 
+@njit(parallel=True)
+def membrane_energies(x, tris, coef_u, coef_v, area, stiff, energy):
+    """Stretch/shear energy of every triangle alone (no forces, no Jacobian): what
+    membrane_kernel writes into its ``energy``, for the frame report.
+
+    Args:
+        x: positions [m], (V, 3).
+        tris, coef_u, coef_v, area, stiff: as in membrane_kernel ((T, 3), (T, 3), (T, 3), (T,),
+            (T, 6); only the stiffness columns are read).
+        energy: out (T,) [J].
+    """
+    for t in prange(tris.shape[0]):
+        A = area[t]
+        if A <= 0.0:
+            energy[t] = 0.0
+            continue
+        i0, i1, i2 = tris[t, 0], tris[t, 1], tris[t, 2]
+        wu = _combine((coef_u[t, 0], coef_u[t, 1], coef_u[t, 2]), x, i0, i1, i2)
+        wv = _combine((coef_v[t, 0], coef_v[t, 1], coef_v[t, 2]), x, i0, i1, i2)
+        cu_ = np.sqrt(wu[0] * wu[0] + wu[1] * wu[1] + wu[2] * wu[2]) - 1.0
+        cv_ = np.sqrt(wv[0] * wv[0] + wv[1] * wv[1] + wv[2] * wv[2]) - 1.0
+        s = wu[0] * wv[0] + wu[1] * wv[1] + wu[2] * wv[2]
+        energy[t] = A * (0.5 * stiff[t, 0] * cu_ * cu_ + 0.5 * stiff[t, 1] * cv_ * cv_
+                         + 0.5 * stiff[t, 2] * s * s)
+
+
 @njit(inline="always")
 def _combine(c, y, i0, i1, i2):
     """Σ_m c[m]·y[i_m] over a triangle's corners, as a 3-tuple (no array temporaries)."""

@@ -72,6 +72,18 @@ def seam_kernel(x, v, seams, pull, reach, damping, want_jac, cK, cD, b_off, slot
                     J[o, r, r] += sign * (cK * a + cD * c)
 
 
+@njit
+def seam_energies(x, seams, pull, reach, energy):
+    """Energy P·(√(l² + δ²) − δ) of every seam pair alone (no forces, no Jacobian): what
+    seam_kernel writes into its ``energy``, for the frame report. x: positions [m] (V, 3);
+    seams, pull, reach: as in seam_kernel ((S, 2), (S,) [N], (S,) [m]); energy: out (S,) [J]."""
+    for s in range(seams.shape[0]):
+        i, j = seams[s, 0], seams[s, 1]
+        d0, d1, d2 = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
+        delta = reach[s]
+        energy[s] = pull[s] * (np.sqrt(d0 * d0 + d1 * d1 + d2 * d2 + delta * delta) - delta)
+
+
 def seam_coefficients(seams, rest_positions, edges, edge_rest_length, mass, seam_force,
                       thickness):
     """Each seam pair's pull P [N], reach δ [m] and damping c [N·s/m], (S,) each.

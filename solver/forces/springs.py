@@ -76,6 +76,23 @@ def _spring(s, x, v, springs, rest_length, stiffness, damping, want_jac, cK, cD,
                     J[o, r, col] += sign * (cK * hk + cD * c * nn)
 
 
+@njit(parallel=True)
+def spring_energies(x, springs, rest_length, stiffness, energy):
+    """Energy k/2·(l − L)² of every spring alone (no forces, no Jacobian): what spring_kernel
+    writes into its ``energy``, for the frame report. x: positions [m] (V, 3); springs,
+    rest_length, stiffness: as in spring_kernel ((S, 2), (S,) [m], (S,) [N/m]); energy: out
+    (S,) [J]."""
+    for s in prange(springs.shape[0]):
+        i, j = springs[s, 0], springs[s, 1]
+        d0, d1, d2 = x[j, 0] - x[i, 0], x[j, 1] - x[i, 1], x[j, 2] - x[i, 2]
+        l = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+        if l < 1e-300:
+            energy[s] = 0.5 * stiffness[s] * rest_length[s] ** 2
+            continue
+        stretch = l - rest_length[s]
+        energy[s] = 0.5 * stiffness[s] * stretch * stretch
+
+
 # Flexion springs are quartic in the bend angle; they are matched to the continuum bending
 # energy at this curvature [1/m] (a 10 cm fold radius) since no single stiffness can match all.
 FLEXION_MATCH_CURVATURE = 10.0

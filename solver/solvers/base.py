@@ -197,10 +197,9 @@ class ClothSolver:
                                   STRAIN_SLACK)
 
     def elastic_energy(self) -> float:
-        """Energy stored in the cloth's elastic terms at the current state [J] (``self.system``
-        is each solver's ForceSystem)."""
-        self.system.internal(self.x, self.v)
-        return self.system.elastic_energy()
+        """Energy stored in the cloth's elastic terms at the current positions [J]
+        (``self.system`` is each solver's ForceSystem; its energy-only kernels)."""
+        return self.system.energy(self.x)
 
     def check_finite(self) -> None:
         """Raise BlowUpError if the state is non-finite or runaway."""
