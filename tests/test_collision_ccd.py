@@ -409,7 +409,7 @@ def test_the_candidate_pairs_lose_no_contact_or_collision_of_all_triangle_pairs(
         got = handler._detect(CONTINUOUS, x0, U, im, h)
         assert Counter(map(_feature_key, got[0])) == Counter(
             map(_feature_key, handler.tester.run(CONTINUOUS, pairs, x0, end, im)[0]))
-        cached.append(handler._pair_cache[0][2])  # (the cloth's own pairs: no collider)
+        cached.append(handler._pair_cache[3])  # (the cloth's own pairs: no collider)
     assert cached[0] is cached[1]  # the second end reused the first one's pairs
     assert len(cached[0]) < len(pairs) / 2 and total > 50  # a real cull, and real contacts
 

@@ -284,7 +284,6 @@ class CollisionHandler:
             return self.resolve(x0, x1, np.zeros_like(x1), inv_mass, 1.0, state, state)
         finally:
             self._self_only = False
-            self._pair_cache = None
 
     def _keep_constraints(self, idx, rec, P0, U, h) -> None:
         """Add records (idx (K, 4), rec (K, RECORD)) of the path P0 → P0 + h·U to the step's
@@ -518,44 +517,34 @@ class CollisionHandler:
         V = self.V
         with_self = with_self and self.self_collision
         with_colliders = self.colliders.has_mesh and not self._self_only
-        # the cloth's own pairs and those against the colliders are kept apart, each with the
-        # path it was found for: a call that asks for one kind (resolve_self: the cloth's own)
-        # leaves the other's entry in place
-        cached = self._pair_cache or (None, None)
-        found = [self._reused(entry, P0, P1) if wanted else None
-                 for wanted, entry in zip((with_self, with_colliders), cached)]
-        refit = True
-        for k, wanted in enumerate((with_self, with_colliders)):
-            if not wanted or found[k] is not None:
-                continue
-            if refit:
-                self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
-                refit = False
-                start = P0.copy()
-            if k == 0:
-                found[k] = self.cloth_tree.self_pairs()
-            else:
+        # one entry: the pairs of the kinds asked for, with the path they were found for
+        kinds = (with_self, with_colliders)
+        pairs = self._reused(self._pair_cache, kinds, P0, P1)
+        if pairs is None:
+            self.cloth_tree.refit(P0[:V], P1[:V], self._cloth_pad + SLACK)
+            found = [self.cloth_tree.self_pairs()] if with_self else []
+            if with_colliders:
                 self.collider_tree.refit(P0[V:], P1[V:], self._collider_pad + SLACK)
-                found[k] = self.cloth_tree.pairs_with(self.collider_tree)
-                found[k][:, 1] += self.T
-            cached = tuple((start, P1, found[k]) if j == k else cached[j] for j in range(2))
-        self._pair_cache = cached
-        pairs = [p for p in found if p is not None]
-        pairs = np.concatenate(pairs) if len(pairs) > 1 else pairs[0]
+                found.append(self.cloth_tree.pairs_with(self.collider_tree))
+                found[-1][:, 1] += self.T
+            pairs = np.concatenate(found) if len(found) > 1 else found[0]
+            self._pair_cache = (kinds, P0.copy(), P1, pairs)
         if with_collisions:
             return tuple(self._without_excluded(*found)
                          for found in self.tester.run_with_collisions(pairs, P0, P1, im, moved))
         return self._without_excluded(*self.tester.run(mode, pairs, P0, P1, im, moved))
 
     @staticmethod
-    def _reused(entry, P0, P1):
-        """The candidate pairs of a cache entry (start, end, pairs) if it covers the path
-        P0 → P1: the same start by value, and no end position more than SLACK from its end;
-        else None."""
+    def _reused(entry, kinds, P0, P1):
+        """The candidate pairs of a cache entry (kinds, start, end, pairs) if it holds the
+        kinds of pairs asked for (the cloth's own, those against the colliders) and covers the
+        path P0 → P1: the same start by value, and no end position more than SLACK from its
+        end; else None."""
         if entry is None:
             return None
-        start, end, pairs = entry
-        if start.shape == P0.shape and float(np.max(np.abs(P1 - end), initial=0.0)) <= SLACK \
+        held, start, end, pairs = entry
+        if held == kinds and start.shape == P0.shape \
+                and float(np.max(np.abs(P1 - end), initial=0.0)) <= SLACK \
                 and np.array_equal(start, P0):
             return pairs
         return None
